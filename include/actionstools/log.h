@@ -1,0 +1,26 @@
+/* One JSON object per line on stderr. Each line is written with a single write(2)
+ * so lines from different threads never interleave. Never pass secrets. */
+#ifndef AT_LOG_H
+#define AT_LOG_H
+
+#include <jansson.h>
+
+typedef enum { AT_LOG_DEBUG = 0, AT_LOG_INFO, AT_LOG_WARN, AT_LOG_ERROR } at_log_level;
+
+/* Sets the lowest level that is written (default AT_LOG_INFO). */
+void at_log_set_level(at_log_level level);
+
+/* Parses "debug", "info", "warn"/"warning", "error". Returns 0 or AT_EINVAL. */
+int at_log_parse_level(const char *s, at_log_level *out /* OUT */);
+
+/* Returns 1 when lines of this level are written. */
+int at_log_enabled(at_log_level level);
+
+/* Writes {"time", "level", "msg", ...fields}. fields (may be NULL) is an object whose
+ * members are copied into the line; it is borrowed. */
+void at_log_json(at_log_level level, const char *msg, json_t *fields);
+
+/* Writes {"time", "level", "msg"} with a printf-formatted message. */
+void at_log(at_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
