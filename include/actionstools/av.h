@@ -8,7 +8,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-/* Maximum nesting of maps and lists DynamoDB accepts (32); deeper input is refused. */
+/* Maximum nesting DynamoDB accepts: 32 levels, an attribute value being level 1 (so at
+ * most 31 maps or lists around a scalar); deeper input is refused. */
 #define AT_AV_MAX_DEPTH 32
 
 /* Returns a new AV for the JSON value v: object -> M, array -> L, string -> S,
@@ -16,6 +17,11 @@
  * BOOL, null -> NULL. Returns NULL when v nests deeper than AT_AV_MAX_DEPTH or on
  * allocation failure. The caller owns the result. */
 json_t *at_av_from_json(const json_t *v);
+
+/* Same as at_av_from_json, and also refuses numbers outside DynamoDB's range (magnitude
+ * 1e-130 to below 1e126, or 0). On refusal returns NULL with the reason in why ("" when
+ * out of memory). */
+json_t *at_av_from_json_why(const json_t *v, char *why, size_t whylen);
 
 /* Returns a new plain JSON value for the AV av (the inverse of at_av_from_json; also
  * reads SS/NS -> array, B/BS -> base64 text). An N whose value is integral and fits

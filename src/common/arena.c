@@ -31,7 +31,9 @@ void *at_arena_alloc(at_arena *a, size_t n)
     if (rounded < n) return NULL;
     if (!a->head || a->head->size - a->used < rounded) {
         size_t size = rounded > CHUNK_SIZE ? rounded : CHUNK_SIZE;
-        at_arena_chunk *c = malloc(sizeof *c + size);
+        at_arena_chunk *c;
+        if (size > SIZE_MAX - sizeof *c) return NULL; /* the header would wrap the size */
+        c = malloc(sizeof *c + size);
         if (!c) return NULL;
         c->size = size;
         if (a->head && rounded > CHUNK_SIZE) {

@@ -19,12 +19,25 @@ static void format_double(double d, char *out, size_t n)
     }
 }
 
-static json_t *from_json(const json_t *v, int depth)
+/* Where from_json writes why it refused a value. */
+typedef struct refusal {
+    char *why;
+    size_t n;
+} refusal;
+
+static json_t *refuse(refusal *r, const char *msg)
+{
+    if (r->why && r->n) snprintf(r->why, r->n, "%s", msg);
+    return NULL;
+}
+
+static json_t *from_json(const json_t *v, int depth, refusal *r)
 {
     json_t *out = NULL, *inner;
     char num[64];
 
-    if (depth > AT_AV_MAX_DEPTH) return NULL;
+    if (depth >= AT_AV_MAX_DEPTH) /* depth 0 is DynamoDB's level 1 */
+        return refuse(r, "nests deeper than 32 levels (DynamoDB's limit)");
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         const char *k;
@@ -33,7 +46,7 @@ static json_t *from_json(const json_t *v, int depth)
         if (!inner) return NULL;
         json_object_foreach((json_t *)v, k, m)
         {
-            json_t *av = from_json(m, depth + 1);
+            json_t *av = from_json(m, depth + 1, r);
             if (!av || json_object_set_new(inner, k, av)) {
                 json_decref(inner);
                 return NULL;
@@ -48,7 +61,7 @@ static json_t *from_json(const json_t *v, int depth)
         if (!inner) return NULL;
         json_array_foreach(v, i, m)
         {
-            json_t *av = from_json(m, depth + 1);
+            json_t *av = from_json(m, depth + 1, r);
             if (!av || json_array_append_new(inner, av)) {
                 json_decref(inner);
                 return NULL;
@@ -61,8 +74,11 @@ static json_t *from_json(const json_t *v, int depth)
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return json_pack("{s:s}", "N", num);
-    case JSON_REAL:
-        if (!isfinite(json_real_value(v))) return NULL;
+    case JSON_REAL: {
+        double mag = fabs(json_real_value(v));
+        if (!isfinite(mag) || (mag != 0 && (mag < 1e-130 || mag >= 1e126)))
+            return refuse(r, "holds a number outside DynamoDB's range (1e-130 to 1e126)");
+    }
         format_double(json_real_value(v), num, sizeof num);
         return json_pack("{s:s}", "N", num);
     case JSON_TRUE: return json_pack("{s:b}", "BOOL", 1);
@@ -74,7 +90,15 @@ static json_t *from_json(const json_t *v, int depth)
 
 json_t *at_av_from_json(const json_t *v)
 {
-    return v ? from_json(v, 0) : NULL;
+    refusal r = {NULL, 0};
+    return v ? from_json(v, 0, &r) : NULL;
+}
+
+json_t *at_av_from_json_why(const json_t *v, char *why, size_t whylen)
+{
+    refusal r = {why, whylen};
+    if (why && whylen) why[0] = '\0';
+    return v ? from_json(v, 0, &r) : NULL;
 }
 
 /* Returns 1 when s is a number in DynamoDB's syntax: [-+]digits[.digits][e[-+]digits]. */
@@ -116,15 +140,114 @@ static int parse_int64(const char *s, int64_t *out)
     return 1;
 }
 
+/* A number text (in number_syntax) read exactly as sign * 0.DIGITS * 10^exp, DIGITS
+ * running from the first to the last non-zero digit of the mantissa (a '.' skipped). */
+typedef struct decimal {
+    int sign;          /* -1, 1, or 0 when the number is zero */
+    const char *first; /* first significant digit */
+    const char *last;  /* last non-zero digit */
+    long exp;
+} decimal;
+
+#define EXP_CAP 100000000L /* exponents are clamped here: far past DynamoDB's +-130 */
+
+static void decimal_read(const char *s, decimal *d)
+{
+    const char *p = s;
+    long intdigits = 0, pos = 0, firstpos = 0, e = 0;
+    int neg = 0, seen_dot = 0;
+
+    d->first = d->last = NULL;
+    if (*p == '-' || *p == '+') neg = *p++ == '-';
+    for (; (*p >= '0' && *p <= '9') || *p == '.'; p++) {
+        if (*p == '.') {
+            seen_dot = 1;
+            continue;
+        }
+        if (!seen_dot) intdigits++;
+        if (*p != '0') {
+            if (!d->first) {
+                d->first = p;
+                firstpos = pos;
+            }
+            d->last = p;
+        }
+        pos++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        int eneg = 0;
+        p++;
+        if (*p == '-' || *p == '+') eneg = *p++ == '-';
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (e < EXP_CAP) e = e * 10 + (*p - '0');
+        if (eneg) e = -e;
+    }
+    d->sign = d->first ? (neg ? -1 : 1) : 0;
+    d->exp = intdigits - firstpos + e;
+}
+
+static const char *next_digit(const char *p)
+{
+    p++;
+    return *p == '.' ? p + 1 : p;
+}
+
+/* Compares two decimals exactly (DynamoDB keeps 38 digits; a double keeps 17). */
+static int decimal_cmp(const decimal *a, const decimal *b)
+{
+    int mag = 0;
+    if (a->sign != b->sign) return a->sign < b->sign ? -1 : 1;
+    if (a->sign == 0) return 0;
+    if (a->exp != b->exp) {
+        mag = a->exp < b->exp ? -1 : 1;
+    } else {
+        for (const char *p = a->first, *q = b->first;; p = next_digit(p), q = next_digit(q)) {
+            if (*p != *q) {
+                mag = *p < *q ? -1 : 1;
+                break;
+            }
+            if (p == a->last || q == b->last) { /* the one with digits left is larger */
+                mag = (q == b->last) - (p == a->last);
+                break;
+            }
+        }
+    }
+    return a->sign * mag;
+}
+
+/* Sets *out and returns 1 when d is an integer that fits in 64 bits. */
+static int decimal_int64(const decimal *d, int64_t *out)
+{
+    uint64_t v = 0, limit;
+    long n = 0;
+    if (d->sign == 0) {
+        *out = 0;
+        return 1;
+    }
+    if (d->exp > 19) return 0;
+    for (const char *p = d->first;; p = next_digit(p)) {
+        if (n >= d->exp) return 0; /* a non-zero digit after the point */
+        v = v * 10 + (uint64_t)(*p - '0');
+        n++;
+        if (p == d->last) break;
+    }
+    for (; n < d->exp; n++) v *= 10; /* at most 19 digits: below 2^64 */
+    limit = d->sign > 0 ? (uint64_t)INT64_MAX : (uint64_t)INT64_MAX + 1;
+    if (v > limit) return 0;
+    *out = d->sign > 0 ? (int64_t)v : v == limit ? INT64_MIN : -(int64_t)v;
+    return 1;
+}
+
 static json_t *number_to_json(const char *s)
 {
+    decimal dec;
     int64_t i;
     double d;
     if (!number_syntax(s)) return NULL;
-    if (parse_int64(s, &i)) return json_integer(i);
+    decimal_read(s, &dec);
+    if (decimal_int64(&dec, &i)) return json_integer(i); /* exact, "2.0" and "1e3" too */
     d = strtod(s, NULL);
     if (!isfinite(d)) return NULL;
-    if (d == floor(d) && d >= -9.2e18 && d <= 9.2e18) return json_integer((json_int_t)d);
     return json_real(d);
 }
 
@@ -203,7 +326,7 @@ static int check(const json_t *av, int depth, char *why, size_t n)
     json_t *val;
     size_t i;
 
-    if (depth > AT_AV_MAX_DEPTH + 1) return fail(why, n, "attribute value nests too deeply");
+    if (depth > AT_AV_MAX_DEPTH) return fail(why, n, "attribute value nests too deeply");
     if (!json_is_object(av) || json_object_size(av) != 1)
         return fail(why, n, "an attribute value must be an object with exactly one type key");
     json_object_foreach((json_t *)av, tag, val) break;
@@ -255,7 +378,7 @@ static int check(const json_t *av, int depth, char *why, size_t n)
 
 int at_av_check(const json_t *av, char *why, size_t whylen)
 {
-    return check(av, 0, why, whylen);
+    return check(av, 1, why, whylen); /* an attribute value is DynamoDB's level 1 */
 }
 
 int at_av_check_item(const json_t *item, char *why, size_t whylen)
@@ -333,12 +456,10 @@ static const char *scalar(const json_t *av, char *tag)
 
 static int compare_numbers(const char *a, const char *b)
 {
-    int64_t ia, ib;
-    long double da, db;
-    if (parse_int64(a, &ia) && parse_int64(b, &ib)) return ia < ib ? -1 : ia > ib;
-    da = strtold(a, NULL);
-    db = strtold(b, NULL);
-    return da < db ? -1 : da > db;
+    decimal da, db;
+    decimal_read(a, &da);
+    decimal_read(b, &db);
+    return decimal_cmp(&da, &db);
 }
 
 int at_av_compare(const json_t *a, const json_t *b, int *ok)

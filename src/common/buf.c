@@ -1,4 +1,5 @@
 /* Growable byte buffer with a hard cap. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +19,11 @@ static int grow(at_buf *b, size_t need)
 {
     size_t cap;
     char *p;
-    if (need > b->max) return AT_ETOOBIG;
+    if (need > b->max || need == SIZE_MAX) return AT_ETOOBIG;
     if (need + 1 <= b->cap) return 0;
     cap = b->cap ? b->cap : 64;
-    while (cap < need + 1) cap *= 2;
-    if (cap > b->max + 1) cap = b->max + 1;
+    while (cap < need + 1) cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
+    if (b->max < SIZE_MAX && cap > b->max + 1) cap = b->max + 1; /* SIZE_MAX: no cap */
     p = realloc(b->ptr, cap);
     if (!p) return AT_ENOMEM;
     b->ptr = p;

@@ -60,7 +60,7 @@ void at_log_json(at_log_level level, const char *msg, json_t *fields)
     line = json_pack("{s:s, s:s, s:s}", "time", ts, "level", level_names[level], "msg", msg);
     if (!line) return;
     if (fields) json_object_update(line, fields);
-    text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(line);
     if (!text) return;
     {

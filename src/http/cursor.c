@@ -1,0 +1,131 @@
+/* Signed, scope-bound list cursors. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "actionstools/b64.h"
+#include "actionstools/buf.h"
+#include "actionstools/cursor.h"
+#include "actionstools/err.h"
+#include "actionstools/banned.h"
+
+static const char label[] = "actionstools list cursor key v1";
+
+int at_cursor_key_derive(at_cursor_key *key, const void *secret, size_t len)
+{
+    static const unsigned char empty[1];
+    unsigned int n = 0;
+    if (len > INT_MAX ||
+        !HMAC(EVP_sha256(), secret && len ? secret : empty, (int)len, (const unsigned char *)label,
+              sizeof label - 1, key->k, &n) ||
+        n != AT_CURSOR_KEY_LEN) {
+        OPENSSL_cleanse(key->k, sizeof key->k);
+        ERR_clear_error();
+        return AT_EIO;
+    }
+    return 0;
+}
+
+/* Computes the truncated MAC of scope "\n" json into mac. Returns 0 or an AT_* code. */
+static int cursor_mac(const at_cursor_key *k, const char *scope, const char *json, size_t jlen,
+                      unsigned char mac[AT_CURSOR_MAC_LEN])
+{
+    int rc;
+    at_buf msg;
+    unsigned char full[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+
+    at_buf_init(&msg, 2 * AT_CURSOR_MAX_LEN + strlen(scope) + 1);
+    rc = at_buf_adds(&msg, scope);
+    if (!rc) rc = at_buf_addc(&msg, '\n');
+    if (!rc) rc = at_buf_add(&msg, json, jlen);
+    if (rc) goto out;
+    if (!HMAC(EVP_sha256(), k->k, sizeof k->k, (const unsigned char *)msg.ptr, msg.len, full, &n) ||
+        n < AT_CURSOR_MAC_LEN) {
+        ERR_clear_error();
+        rc = AT_EIO;
+        goto out;
+    }
+    memcpy(mac, full, AT_CURSOR_MAC_LEN);
+out:
+    at_buf_release(&msg);
+    return rc;
+}
+
+char *at_cursor_encode(const at_cursor_key *k, const char *scope, const json_t *payload)
+{
+    char *json = NULL, *body = NULL, *tag = NULL, *cursor = NULL;
+    size_t jlen, blen = 0, tlen = 0;
+    unsigned char mac[AT_CURSOR_MAC_LEN];
+    at_buf b;
+
+    at_buf_init(&b, AT_CURSOR_MAX_LEN);
+    if (!k || !scope || !json_is_object(payload)) goto out;
+    json = json_dumps(payload, JSON_COMPACT);
+    if (!json) goto out;
+    jlen = strlen(json);
+    if (jlen > AT_CURSOR_MAX_LEN) goto out; /* its base64 would be longer still */
+    if (cursor_mac(k, scope, json, jlen, mac)) goto out;
+    body = at_b64_encode(json, jlen, AT_B64_JWT, &blen);
+    tag = at_b64_encode(mac, sizeof mac, AT_B64_JWT, &tlen);
+    if (!body || !tag) goto out;
+    if (at_buf_add(&b, body, blen) || at_buf_addc(&b, '.') || at_buf_add(&b, tag, tlen)) goto out;
+    cursor = at_buf_take(&b, NULL);
+out:
+    at_buf_release(&b);
+    free(json);
+    free(body);
+    free(tag);
+    return cursor;
+}
+
+int at_cursor_decode(const at_cursor_key *k, const char *scope, const char *cursor,
+                     json_t **payload)
+{
+    int rc = AT_EINVAL;
+    size_t len, blen, jlen = 0, maclen = 0;
+    const char *dot;
+    unsigned char *json = NULL, *mac = NULL, want[AT_CURSOR_MAC_LEN];
+    json_t *obj = NULL;
+
+    *payload = NULL;
+    if (!k || !scope || !cursor) return AT_EINVAL;
+    len = strnlen(cursor, AT_CURSOR_MAX_LEN + 1);
+    if (len == 0 || len > AT_CURSOR_MAX_LEN) return AT_EINVAL;
+    dot = memchr(cursor, '.', len);
+    if (!dot || memchr(dot + 1, '.', len - (size_t)(dot + 1 - cursor))) return AT_EINVAL;
+    blen = (size_t)(dot - cursor);
+    if (blen == 0) return AT_EINVAL;
+
+    rc = at_b64_decode(dot + 1, len - blen - 1, AT_B64_JWT, &mac, &maclen);
+    if (rc) goto out;
+    rc = AT_EINVAL;
+    if (maclen != AT_CURSOR_MAC_LEN) goto out;
+    rc = at_b64_decode(cursor, blen, AT_B64_JWT, &json, &jlen);
+    if (rc) goto out;
+    rc = cursor_mac(k, scope, (const char *)json, jlen, want);
+    if (rc) goto out;
+    if (CRYPTO_memcmp(want, mac, AT_CURSOR_MAC_LEN) != 0) {
+        rc = AT_EINVAL;
+        goto out;
+    }
+    /* Signed by us, so well-formed unless the key leaked; checked all the same. */
+    obj = json_loadb((const char *)json, jlen, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(obj)) {
+        rc = AT_EINVAL;
+        goto out;
+    }
+    *payload = obj;
+    obj = NULL;
+out:
+    if (rc && rc != AT_ENOMEM) rc = AT_EINVAL;
+    json_decref(obj);
+    free(json);
+    free(mac);
+    return rc;
+}
