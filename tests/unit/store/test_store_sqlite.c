@@ -1,0 +1,644 @@
+/* The sqlite backend: the conformance suite on a temporary database file, then what
+ * only this backend promises (WAL, one transaction per change and its stream record,
+ * index range scans, durability across reopen, sweeping, migration of old layouts).
+ * Set AT_BENCH_ROWS=1000000 to time query pages on a table that large. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "conformance.h"
+#include "store/sqlite_int.h"
+#include "actionstools/av.h"
+#include "actionstools/err.h"
+#include "actionstools/log.h"
+#include "actionstools/timeutil.h"
+#include "actionstools/banned.h"
+
+static char tmpdir[256];
+
+static int open_sqlite(void *ctx, const char *const names[AT_TABLE_COUNT], at_store **out)
+{
+    char err[256];
+    int rc = at_store_open_sqlite((const char *)ctx, names, out, err, sizeof err);
+    if (rc) print_error("open %s: %s\n", (const char *)ctx, err);
+    return rc;
+}
+
+/* Writes the path of a database file named name in the temporary directory. */
+static const char *db_path(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s.db", tmpdir, name);
+    return out;
+}
+
+/* Opens (and sets up) a store on its own file, default table names. */
+static at_store *open_db(const char *name, char *path, size_t n)
+{
+    at_store *s = NULL;
+    char err[256];
+    db_path(path, n, name);
+    assert_int_equal(at_store_open_sqlite(path, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(at_store_setup(s, NULL, NULL), 0);
+    return s;
+}
+
+static json_t *item(const char *k, ...)
+{
+    json_t *it = json_object();
+    va_list ap;
+    va_start(ap, k);
+    for (; k; k = va_arg(ap, const char *))
+        json_object_set_new(it, k, va_arg(ap, json_t *));
+    va_end(ap);
+    return it;
+}
+
+static void put_ok(at_store *s, at_table_id t, json_t *it)
+{
+    assert_int_equal(at_store_put(s, t, it, NULL), 0);
+    json_decref(it);
+}
+
+/* Runs one SQL statement on its own connection to path; returns the first column of
+ * the first row (a new string) or NULL. */
+static char *raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *out = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        out = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+static void test_wal_mode(void **state)
+{
+    char path[512];
+    at_store *s = open_db("wal", path, sizeof path);
+    char *mode = raw_sql(path, "PRAGMA journal_mode");
+    assert_string_equal(mode, "wal");
+    free(mode);
+    at_store_free(s);
+}
+
+/* Checks that q runs as one index search: no table scan, no sort. */
+static void assert_index_search(at_store *s, const at_query *q, const char *must)
+{
+    char *plan = NULL;
+    assert_int_equal(at_sqlite_explain(s, q, &plan), 0);
+    if (getenv("AT_SHOW_PLANS")) fprintf(stderr, "%s", plan);
+    if (strstr(plan, "SCAN") || strstr(plan, "TEMP B-TREE") || !strstr(plan, "SEARCH") ||
+        (must && !strstr(plan, must)))
+        fail_msg("bad plan:\n%s", plan);
+    free(plan);
+}
+
+static void test_explain_plans(void **state)
+{
+    char path[512];
+    at_store *s = open_db("plans", path, sizeof path);
+    json_t *pk = at_av_s("p"), *v1 = at_av_s("2024"), *v2 = at_av_s("2025"), *n1 = at_av_n_int(1);
+    json_t *start = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "owner_uuid",
+                         at_av_s("p"), "created_at", at_av_s("2024-06"), NULL);
+    json_t *tstart =
+        item("instance_id", at_av_s("p"), "uuid", at_av_s("u"), "created_at", at_av_n_int(5), NULL);
+    at_query q = {.table = AT_TABLE_NOTES, .pk = pk, .forward = 1, .limit = 10};
+
+    assert_index_search(s, &q, "sqlite_autoindex");
+    q.sk = (at_clause){"uuid", AT_OP_BEGINS_WITH, v1, NULL};
+    assert_index_search(s, &q, "uuid>?");
+    q.index = "owner_uuid-created_at-index";
+    q.sk = (at_clause){0};
+    assert_index_search(s, &q, "owner_uuid-created_at-index");
+    q.start_key = start;
+    assert_index_search(s, &q, "(created_at,target_uuid,uuid)>(?,?,?)");
+    q.forward = 0;
+    q.sk = (at_clause){"created_at", AT_OP_BETWEEN, v1, v2};
+    assert_index_search(s, &q, "(created_at,target_uuid,uuid)<(?,?,?)");
+    q.sk = (at_clause){"created_at", AT_OP_BEGINS_WITH, v1, NULL};
+    q.forward = 1;
+    assert_index_search(s, &q, "(created_at,target_uuid,uuid)>(?,?,?)");
+    q.start_key = NULL;
+    q.index = "target_uuid-is_pinned-index";
+    q.sk = (at_clause){"is_pinned", AT_OP_GT, n1, NULL};
+    assert_index_search(s, &q, "is_pinned>?");
+    q = (at_query){.table = AT_TABLE_TASKS,
+                   .index = "instance_id-created_at-index-copy",
+                   .pk = pk,
+                   .forward = 1,
+                   .limit = 10,
+                   .start_key = tstart};
+    assert_index_search(s, &q, "(created_at,uuid)>(?,?)");
+    q.index = "instance_id-uuid-index";
+    json_object_del(tstart, "created_at");
+    assert_index_search(s, &q, "sqlite_autoindex");
+    json_decref(pk);
+    json_decref(v1);
+    json_decref(v2);
+    json_decref(n1);
+    json_decref(start);
+    json_decref(tstart);
+    at_store_free(s);
+}
+
+static int64_t stream_count(at_store *s)
+{
+    json_t *recs = NULL;
+    int64_t n;
+    assert_int_equal(at_store_stream_read(s, 0, 10000, &recs), 0);
+    n = (int64_t)json_array_size(recs);
+    json_decref(recs);
+    return n;
+}
+
+/* The item and its stream record are one transaction: when the record cannot be
+ * written, the item is not either. */
+static void test_stream_same_transaction(void **state)
+{
+    char path[512];
+    at_store *s = open_db("stream_tx", path, sizeof path);
+    json_t *it =
+        item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), "created_at", at_av_n_int(1), NULL);
+    json_t *key = item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL), *got = NULL;
+
+    free(raw_sql(path, "DROP TABLE \"" SQ_STREAM_TABLE "\""));
+    assert_int_equal(at_store_put(s, AT_TABLE_TASKS, it, NULL), AT_ENOTABLE);
+    assert_int_equal(at_store_get(s, AT_TABLE_TASKS, key, &got), AT_ENOTFOUND);
+    assert_int_equal(at_store_setup(s, NULL, NULL), 0);
+    assert_int_equal(at_store_put(s, AT_TABLE_TASKS, it, NULL), 0);
+    assert_int_equal(stream_count(s), 1);
+    /* A put that changes nothing records nothing (as DynamoDB Streams). */
+    assert_int_equal(at_store_put(s, AT_TABLE_TASKS, it, NULL), 0);
+    assert_int_equal(stream_count(s), 1);
+    /* Tables without a stream record nothing. */
+    put_ok(s, AT_TABLE_NOTES, item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL));
+    assert_int_equal(stream_count(s), 1);
+    json_decref(it);
+    json_decref(key);
+    at_store_free(s);
+}
+
+static void test_reopen(void **state)
+{
+    char path[512], err[256];
+    at_store *s = open_db("reopen", path, sizeof path);
+    json_t *key = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
+
+    put_ok(s, AT_TABLE_NOTES,
+           item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "title", at_av_s("kept"), NULL));
+    at_store_free(s);
+    s = NULL;
+    assert_int_equal(at_store_open_sqlite(path, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(at_store_get(s, AT_TABLE_NOTES, key, &got), 0);
+    assert_string_equal(at_item_s(got, "title"), "kept");
+    json_decref(got);
+    json_decref(key);
+    at_store_free(s);
+}
+
+static void test_open_errors(void **state)
+{
+    at_store *s = NULL;
+    char err[256] = "";
+    assert_int_not_equal(at_store_open_sqlite("/proc/no/such/dir/x.db", NULL, &s, err, sizeof err),
+                         0);
+    assert_null(s);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(at_store_open_sqlite("", NULL, &s, err, sizeof err), AT_EINVAL);
+    assert_int_equal(at_store_open_sqlite(":memory:", NULL, &s, err, sizeof err), AT_EINVAL);
+    assert_null(s);
+}
+
+/* The parent directory of the file is created. */
+static void test_creates_directory(void **state)
+{
+    char path[512], err[256];
+    at_store *s = NULL;
+    snprintf(path, sizeof path, "%s/var/sub/x.db", tmpdir);
+    assert_int_equal(at_store_open_sqlite(path, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(access(path, F_OK), 0);
+    at_store_free(s);
+}
+
+/* Equal index sort keys are ordered by the table's primary key. */
+static void test_tie_order(void **state)
+{
+    char path[512];
+    at_store *s = open_db("ties", path, sizeof path);
+    static const char *const targets[] = {"t2", "t1", "t3", "t1"};
+    static const char *const uuids[] = {"b", "z", "a", "a"};
+    json_t *pk = at_av_s("o");
+    at_query q = {.table = AT_TABLE_NOTES,
+                  .index = "owner_uuid-created_at-index",
+                  .pk = pk,
+                  .forward = 1,
+                  .limit = 10};
+    at_page p = {0};
+
+    for (int i = 0; i < 4; i++)
+        put_ok(s, AT_TABLE_NOTES,
+               item("target_uuid", at_av_s(targets[i]), "uuid", at_av_s(uuids[i]), "owner_uuid",
+                    at_av_s("o"), "created_at", at_av_s("same"), NULL));
+    assert_int_equal(at_store_query(s, &q, &p), 0);
+    assert_int_equal(json_array_size(p.items), 4);
+    assert_string_equal(at_item_s(json_array_get(p.items, 0), "target_uuid"), "t1");
+    assert_string_equal(at_item_s(json_array_get(p.items, 0), "uuid"), "a");
+    assert_string_equal(at_item_s(json_array_get(p.items, 1), "uuid"), "z");
+    assert_string_equal(at_item_s(json_array_get(p.items, 2), "target_uuid"), "t2");
+    assert_string_equal(at_item_s(json_array_get(p.items, 3), "target_uuid"), "t3");
+    at_page_release(&p);
+    json_decref(pk);
+    at_store_free(s);
+}
+
+static void test_scan_order(void **state)
+{
+    char path[512];
+    at_store *s = open_db("scan", path, sizeof path);
+    at_page p = {0};
+    static const char *const keys[] = {"b", "a", "\xc3\xa9", "B", "aa"};
+    for (int i = 0; i < 5; i++)
+        put_ok(s, AT_TABLE_COUNTERS, item("counter_seq_key", at_av_s(keys[i]), NULL));
+    assert_int_equal(at_store_scan(s, AT_TABLE_COUNTERS, NULL, 10, &p), 0);
+    assert_int_equal(json_array_size(p.items), 5);
+    /* UTF-8 byte order: "B" < "a" < "aa" < "b" < "é". */
+    assert_string_equal(at_item_s(json_array_get(p.items, 0), "counter_seq_key"), "B");
+    assert_string_equal(at_item_s(json_array_get(p.items, 2), "counter_seq_key"), "aa");
+    assert_string_equal(at_item_s(json_array_get(p.items, 4), "counter_seq_key"), "\xc3\xa9");
+    at_page_release(&p);
+    at_store_free(s);
+}
+
+/* sweep_expired reports what it removed, writes REMOVE records for streamed tables
+ * (none have a TTL today) and trims stream records past the retention. */
+static void test_sweep(void **state)
+{
+    char path[512];
+    at_store *s = open_db("sweep", path, sizeof path);
+    int64_t now = at_now_us() / 1000000;
+    size_t removed = 0;
+    json_t *items = json_array(), *key, *got = NULL;
+    at_update u = {.add_attr = "count", .add_value = 1};
+
+    for (int i = 0; i < 1203; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "k%d", i);
+        json_array_append_new(items, item("cache_key", at_av_s(k), "ExpirationTime",
+                                          at_av_n_int(i % 3 ? now - 10 : now + 1000), NULL));
+    }
+    assert_int_equal(at_store_batch_put(s, AT_TABLE_REPORTS_CACHE, items), 0);
+    json_decref(items);
+    assert_int_equal(at_store_sweep_expired(s, now, &removed), 0);
+    assert_int_equal(removed, 802);
+    assert_int_equal(at_store_sweep_expired(s, now, &removed), 0);
+    assert_int_equal(removed, 0);
+    /* Writing over an expired item starts from nothing (it is never served). */
+    put_ok(s, AT_TABLE_TASKS_COUNTERS,
+           item("counter_seq_key", at_av_s("c"), "count", at_av_n_int(40), "ExpirationTime",
+                at_av_n_int(now - 5), NULL));
+    key = item("counter_seq_key", at_av_s("c"), NULL);
+    assert_int_equal(at_store_update(s, AT_TABLE_TASKS_COUNTERS, key, &u, NULL, &got), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(got, "count"), "N")),
+                        "1");
+    json_decref(got);
+    json_decref(key);
+    /* Stream records older than a day go. */
+    put_ok(s, AT_TABLE_TASKS, item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL));
+    assert_int_equal(stream_count(s), 1);
+    assert_int_equal(at_store_sweep_expired(s, now + 2 * SQ_STREAM_RETENTION, &removed), 0);
+    assert_int_equal(stream_count(s), 0);
+    at_store_free(s);
+}
+
+/* A table made before an index existed gets the index's column, filled from the
+ * stored items, when setup runs again. */
+static void test_migration(void **state)
+{
+    char path[512], err[256];
+    at_store *s = open_db("migrate", path, sizeof path);
+    json_t *pk = at_av_s("t");
+    at_query q = {.table = AT_TABLE_NOTES,
+                  .index = "target_uuid-is_pinned-index",
+                  .pk = pk,
+                  .forward = 1,
+                  .limit = 10};
+    at_page p = {0};
+    json_t *created = json_array(), *existing = json_array();
+
+    put_ok(
+        s, AT_TABLE_NOTES,
+        item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "is_pinned", at_av_n_int(1), NULL));
+    at_store_free(s);
+    free(raw_sql(path, "DROP INDEX \"em_actions_notes_staging/target_uuid-is_pinned-index\""));
+    free(raw_sql(path, "ALTER TABLE em_actions_notes_staging DROP COLUMN is_pinned"));
+    assert_int_equal(at_store_open_sqlite(path, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(at_store_query(s, &q, &p), AT_ENOTABLE);
+    assert_int_equal(at_store_setup(s, created, existing), 0);
+    assert_int_equal(json_array_size(created), 0);
+    assert_int_equal(json_array_size(existing), AT_TABLE_COUNT);
+    assert_int_equal(at_store_query(s, &q, &p), 0);
+    assert_int_equal(json_array_size(p.items), 1);
+    at_page_release(&p);
+    json_decref(created);
+    json_decref(existing);
+    json_decref(pk);
+    at_store_free(s);
+}
+
+/* Many readers and a writer at once, each thread on its own pooled connection. */
+typedef struct rw_arg {
+    at_store *s;
+    int writer;
+    int rc;
+} rw_arg;
+
+static void *rw_thread(void *p)
+{
+    rw_arg *a = p;
+    json_t *pk = at_av_s("t");
+    for (int i = 0; i < 200 && !a->rc; i++) {
+        if (a->writer) {
+            char u[32];
+            json_t *it;
+            snprintf(u, sizeof u, "u%04d", i);
+            it = item("target_uuid", at_av_s("t"), "uuid", at_av_s(u), "owner_uuid", at_av_s("o"),
+                      "created_at", at_av_s(u), NULL);
+            a->rc = at_store_put(a->s, AT_TABLE_NOTES, it, NULL);
+            json_decref(it);
+        } else {
+            at_query q = {.table = AT_TABLE_NOTES, .pk = pk, .forward = i % 2, .limit = 20};
+            at_page pg = {0};
+            a->rc = at_store_query(a->s, &q, &pg);
+            at_page_release(&pg);
+        }
+    }
+    json_decref(pk);
+    return NULL;
+}
+
+static void test_concurrent_readers(void **state)
+{
+    enum { THREADS = 9 };
+    char path[512];
+    at_store *s = open_db("readers", path, sizeof path);
+    pthread_t th[THREADS];
+    rw_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (rw_arg){s, i == 0, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, rw_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].rc, 0);
+    }
+    at_store_free(s);
+}
+
+/* A writer that cannot get the lock within busy_timeout fails with AT_EUNAVAIL;
+ * readers are not blocked by another process's write transaction (WAL). */
+static void test_busy(void **state)
+{
+    char path[512];
+    at_store *s = open_db("busy", path, sizeof path);
+    sqlite3 *other = NULL;
+    json_t *it = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
+    int64_t t0;
+
+    put_ok(s, AT_TABLE_NOTES, json_incref(it));
+    ((sq_store *)s)->busy_ms = 200;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    t0 = at_monotonic_us();
+    assert_int_equal(at_store_put(s, AT_TABLE_NOTES, it, NULL), AT_EUNAVAIL);
+    assert_true(at_monotonic_us() - t0 >= 150000);
+    assert_int_equal(at_store_get(s, AT_TABLE_NOTES, it, &got), 0);
+    json_decref(got);
+    assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    assert_int_equal(at_store_put(s, AT_TABLE_NOTES, it, NULL), 0);
+    json_decref(it);
+    at_store_free(s);
+}
+
+/* The per-connection statement cache stays bounded, evicting idle statements. */
+static void test_statement_cache(void **state)
+{
+    char path[512], sql[64];
+    at_store *s = open_db("stmts", path, sizeof path);
+    sq_conn *c = NULL;
+    sqlite3_stmt *held = NULL, *st = NULL;
+
+    assert_int_equal(at_sqlite_conn_get((sq_store *)s, &c), 0);
+    assert_int_equal(at_sqlite_prepare(c, "SELECT 1 UNION ALL SELECT 2", &held), 0);
+    assert_int_equal(sqlite3_step(held), SQLITE_ROW); /* busy: must survive eviction */
+    for (int i = 0; i < SQ_STMT_MAX + 100; i++) {
+        snprintf(sql, sizeof sql, "SELECT %d", i);
+        assert_int_equal(at_sqlite_prepare(c, sql, &st), 0);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), i);
+        sqlite3_reset(st);
+    }
+    assert_true(c->nstmts <= SQ_STMT_MAX);
+    assert_int_equal(sqlite3_step(held), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(held, 0), 2);
+    sqlite3_reset(held);
+    at_sqlite_conn_put((sq_store *)s, c);
+    at_store_free(s);
+}
+
+/* SizeBytes as DynamoDB Streams reports it: the records of the AWS Lambda fixtures
+ * (fixtures/aws/dynamodb-streams/aws-lambda-go__dynamodb-time-window-event.json). */
+static void test_item_size(void **state)
+{
+    json_t *keys = json_pack("{s:{s:s}}", "Id", "N", "101");
+    json_t *v1 = json_pack("{s:{s:s}, s:{s:s}}", "Message", "S", "New item!", "Id", "N", "101");
+    json_t *v2 =
+        json_pack("{s:{s:s}, s:{s:s}}", "Message", "S", "This item has changed", "Id", "N", "101");
+    size_t k = at_sqlite_item_size(keys), a = at_sqlite_item_size(v1), b = at_sqlite_item_size(v2);
+    assert_int_equal(k + a, 26);     /* INSERT */
+    assert_int_equal(k + a + b, 59); /* MODIFY */
+    assert_int_equal(k + b, 38);     /* REMOVE */
+    json_decref(keys);
+    json_decref(v1);
+    json_decref(v2);
+}
+
+/* ---- benchmark (AT_BENCH_ROWS) ---- */
+
+static void bench_fill(at_store *s, long from, long to)
+{
+    json_t *items = json_array();
+    for (long i = from; i < to; i++) {
+        char t[32], u[48], ts[40];
+        snprintf(t, sizeof t, "target-%ld", i % 1000);
+        snprintf(u, sizeof u, "%08lx-0000-4000-8000-%012lx", i * 2654435761u % 0xffffffffu, i);
+        snprintf(ts, sizeof ts, "2024-01-01 00:00:%02ld.%06ld", (i / 1000000) % 60, i % 1000000);
+        json_array_append_new(items,
+                              item("target_uuid", at_av_s(t), "uuid", at_av_s(u), "owner_uuid",
+                                   at_av_s(i % 10 ? "owner-many" : "owner-few"), "created_at",
+                                   at_av_s(ts), "title", at_av_s("a note of some length"), NULL));
+        if (json_array_size(items) == 10000 || i + 1 == to) {
+            assert_int_equal(at_store_batch_put(s, AT_TABLE_NOTES, items), 0);
+            json_array_clear(items);
+        }
+    }
+    json_decref(items);
+}
+
+/* Returns the mean microseconds of a 50-item page of the big owner's list, taken deep
+ * into it (after `skip` pages), both directions. */
+static double bench_pages(at_store *s, int skip_pages, int rounds)
+{
+    json_t *pk = at_av_s("owner-many"), *start = NULL;
+    at_query q = {.table = AT_TABLE_NOTES,
+                  .index = "owner_uuid-created_at-index",
+                  .pk = pk,
+                  .forward = 1,
+                  .limit = 50,
+                  .flags = AT_Q_LIVE};
+    int64_t t0;
+    for (int i = 0; i < skip_pages; i++) {
+        at_page p = {0};
+        q.start_key = start;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        json_decref(start);
+        start = json_incref(p.last_key);
+        at_page_release(&p);
+    }
+    t0 = at_monotonic_us();
+    for (int r = 0; r < rounds; r++) {
+        at_page p = {0};
+        q.start_key = start;
+        q.forward = r % 2;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        assert_int_equal(json_array_size(p.items), 50);
+        at_page_release(&p);
+    }
+    json_decref(start);
+    json_decref(pk);
+    return (double)(at_monotonic_us() - t0) / rounds;
+}
+
+/* Returns the mean microseconds of a 50-item page starting from a key in the middle
+ * of the big owner's list (created_at of row rows/2). */
+static double bench_middle(at_store *s, long rows)
+{
+    char ts[40];
+    json_t *pk = at_av_s("owner-many"), *start;
+    at_query q = {.table = AT_TABLE_NOTES,
+                  .index = "owner_uuid-created_at-index",
+                  .pk = pk,
+                  .forward = 1,
+                  .limit = 50};
+    int64_t t0;
+    snprintf(ts, sizeof ts, "2024-01-01 00:00:%02ld.%06ld", (rows / 2 / 1000000) % 60,
+             (rows / 2) % 1000000);
+    start = item("target_uuid", at_av_s("target-0"), "uuid", at_av_s("0"), "owner_uuid",
+                 at_av_s("owner-many"), "created_at", at_av_s(ts), NULL);
+    q.start_key = start;
+    t0 = at_monotonic_us();
+    for (int r = 0; r < 200; r++) {
+        at_page p = {0};
+        q.forward = r % 2;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        assert_int_equal(json_array_size(p.items), 50);
+        at_page_release(&p);
+    }
+    json_decref(start);
+    json_decref(pk);
+    return (double)(at_monotonic_us() - t0) / 200;
+}
+
+static void test_bench(void **state)
+{
+    const char *env = getenv("AT_BENCH_ROWS");
+    long rows = env ? atol(env) : 0, done = 0;
+    char path[512];
+    at_store *s;
+
+    if (rows <= 0) skip();
+    s = open_db("bench", path, sizeof path);
+    for (long size = 10000; size <= rows; size *= 10) {
+        int64_t t0 = at_monotonic_us();
+        bench_fill(s, done, size);
+        fprintf(stderr, "bench: filled %ld rows in %.1f s\n", size, (at_monotonic_us() - t0) / 1e6);
+        done = size;
+        fprintf(stderr,
+                "bench: %ld rows: first page %.0f us, page 20 deep %.0f us, from the middle %.0f "
+                "us (limit 50)\n",
+                size, bench_pages(s, 0, 200), bench_pages(s, 20, 200), bench_middle(s, size));
+        if (size * 10 > rows && size != rows) size = rows / 10;
+    }
+    at_store_free(s);
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d) return;
+    while ((e = readdir(d))) {
+        char p[1024];
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (e->d_type == DT_DIR)
+            remove_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wal_mode),
+        cmocka_unit_test(test_explain_plans),
+        cmocka_unit_test(test_stream_same_transaction),
+        cmocka_unit_test(test_reopen),
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_creates_directory),
+        cmocka_unit_test(test_tie_order),
+        cmocka_unit_test(test_scan_order),
+        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_migration),
+        cmocka_unit_test(test_concurrent_readers),
+        cmocka_unit_test(test_busy),
+        cmocka_unit_test(test_statement_cache),
+        cmocka_unit_test(test_item_size),
+        cmocka_unit_test(test_bench),
+    };
+    char path[512];
+    const char *base = getenv("TMPDIR");
+    int failed;
+
+    at_log_set_level(AT_LOG_ERROR);
+    snprintf(tmpdir, sizeof tmpdir, "%s/at-store-sqlite-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    db_path(path, sizeof path, "conformance");
+    failed = at_conformance_run("store_conformance_sqlite", open_sqlite, path);
+    failed += cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
+    remove_tree(tmpdir);
+    return failed ? 1 : 0;
+}
