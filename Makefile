@@ -3,7 +3,7 @@
 #   make test   install what is missing, build, run every test
 #
 # Builds are out of tree in build/<variant>/: "release" (-O2) and "asan"
-# (AddressSanitizer + UndefinedBehaviorSanitizer).
+# (AddressSanitizer + UndefinedBehaviorSanitizer). V=1 shows the compiler command lines.
 
 VERSION := 0.1.0
 BUILD ?= build
@@ -38,17 +38,18 @@ $(1)_TESTS := $(patsubst %.c,$(BUILD)/$(1)/%,$(TEST_SRC))
 
 $(BUILD)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_CFLAGS) -c $$< -o $$@
+	@$(if $(V),,echo "  CC ($(1)) $$<";)$$(CC) $$($(1)_CFLAGS) -c $$< -o $$@
 
 $(BUILD)/$(1)/libactionstools.a: $$($(1)_OBJ)
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@ar rcs $$@ $$^
 
 $(BUILD)/$(1)/actionstools: $(BUILD)/$(1)/src/main.o $(BUILD)/$(1)/libactionstools.a
-	$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(PKG_LIBS) $$($(1)_LDFLAGS)
+	@echo "  LD ($(1)) $$@"
+	@$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(PKG_LIBS) $$($(1)_LDFLAGS)
 
 $$($(1)_TESTS): $(BUILD)/$(1)/%: $(BUILD)/$(1)/%.o $$($(1)_SUPPORT_OBJ) $(BUILD)/$(1)/libactionstools.a
-	$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(TEST_LIBS) $$(PKG_LIBS) $$($(1)_LDFLAGS)
+	@$(if $(V),,echo "  LD ($(1)) $$@";)$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(TEST_LIBS) $$(PKG_LIBS) $$($(1)_LDFLAGS)
 
 -include $$($(1)_OBJ:.o=.d) $$($(1)_SUPPORT_OBJ:.o=.d) $$($(1)_TESTS:=.d) $(BUILD)/$(1)/src/main.d
 endef

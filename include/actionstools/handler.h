@@ -1,0 +1,85 @@
+/* What a route handler sees: the request context, the route table entry, and the
+ * helpers that build answers. Handlers live in src/api/, one file per resource; they
+ * reach storage only through store.h. */
+#ifndef AT_HANDLER_H
+#define AT_HANDLER_H
+
+#include <jansson.h>
+
+#include "actionstools/cursor.h"
+#include "actionstools/http.h"
+
+#define AT_MAX_PARAMS 4
+
+typedef struct at_ctx at_ctx;
+typedef void (*at_handler_fn)(at_ctx *c);
+
+enum {
+    AT_R_PUBLIC = 1u << 0, /* no bearer token needed */
+    AT_R_ADMIN = 1u << 1,  /* CRM_ADMIN only (403 otherwise) */
+    AT_R_BODY = 1u << 2    /* takes a JSON body: 415 when not application/json */
+};
+
+/* One row of the route table (src/api/routes.c). */
+typedef struct at_route {
+    const char *method;  /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+    const char *pattern; /* "/targets/{target_uuid}/notes/{uuid}" */
+    at_handler_fn handler;
+    unsigned flags;      /* AT_R_* */
+    const char *summary; /* one line for the route listing */
+} at_route;
+
+/* The route table, ended by a row with method NULL. */
+extern const at_route at_routes[];
+
+struct at_ctx {
+    const at_config *cfg;
+    at_store *store;
+    const at_cursor_key *cursor_key;
+    const at_request *req;
+    at_response *resp;
+    at_arena *arena;          /* the request's arena */
+    const at_identity *id;    /* NULL on public routes */
+    const at_route *route;
+    const char *param_names[AT_MAX_PARAMS];
+    const char *params[AT_MAX_PARAMS];
+    size_t nparams;
+    json_t *body;             /* parsed JSON body, or NULL */
+    const char *body_error;   /* why the body is not valid JSON, or NULL */
+};
+
+/* Returns the path parameter called name ("uuid"), or NULL. Borrowed. */
+const char *at_param(const at_ctx *c, const char *name);
+
+/* Returns the first query parameter called name, or NULL. Borrowed. */
+const char *at_query_param(const at_ctx *c, const char *name);
+
+/* Answers status with body (stolen; NULL for an empty body). */
+void at_reply_json(at_ctx *c, int status, json_t *body);
+
+/* Answers {"message": ...} with status. */
+void at_reply_error(at_ctx *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Answers 400 {"message": "Input payload validation failed", "errors": errors}
+ * (errors stolen: an object field -> what is wrong). */
+void at_reply_validation(at_ctx *c, json_t *errors);
+
+/* Answers status with a body that is not JSON (CSV, HTML): the len bytes at body are
+ * copied; content_type is sent as Content-Type. */
+void at_reply_raw(at_ctx *c, int status, const char *content_type, const char *body, size_t len);
+
+/* Answers with no body (204 and the like). */
+void at_reply_empty(at_ctx *c, int status);
+
+/* Answers a storage failure: AT_ENOTABLE / AT_EUNAVAIL -> 503 and AT_ETHROTTLED -> 429,
+ * each saying what to do; anything else 500. what names the operation for the log ("read note"). */
+void at_reply_store_error(at_ctx *c, int rc, const char *what);
+
+/* Adds a response header (both strings copied into the request arena). */
+void at_set_header(at_ctx *c, const char *name, const char *value);
+
+/* Returns the JSON object body, or NULL after answering 400 (bad or missing JSON, not
+ * an object). Call it at the validation step, after 404/403 checks (SPEC §4's order). */
+json_t *at_body_object(at_ctx *c);
+
+#endif

@@ -1,0 +1,85 @@
+/* One HTTP exchange, independent of where it came from: the libmicrohttpd server
+ * (server.c) and the Lambda API Gateway adapter both fill an at_request, call
+ * at_app_handle, and send the at_response back their own way. */
+#ifndef AT_HTTP_H
+#define AT_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actionstools/arena.h"
+#include "actionstools/config.h"
+#include "actionstools/store.h"
+
+/* Bodies over this many bytes get 413 (DynamoDB's 400 KB item limit). */
+#define AT_MAX_BODY 409600
+
+#define AT_MAX_RESPONSE_HEADERS 24
+
+typedef struct at_header {
+    const char *name;
+    const char *value;
+} at_header;
+
+/* Who is calling, from a verified bearer token or API Gateway's authorizer. */
+typedef struct at_identity {
+    const char *user_uuid;   /* "sub" */
+    const char *user_name;   /* "name", "" when absent */
+    const char *instance_id; /* the tenant */
+    int is_admin;            /* roles holds CRM_ADMIN */
+} at_identity;
+
+typedef struct at_request {
+    at_arena *arena;        /* memory of this request; everything below may live in it */
+    const char *method;     /* "GET", "POST"... */
+    const char *path;       /* percent-decoded path, BASE_PREFIX included */
+    const at_header *headers;
+    size_t nheaders;
+    const at_header *query; /* decoded query parameters in order */
+    size_t nquery;
+    const char *body;       /* NULL or the bytes received (not NUL-terminated) */
+    size_t body_len;
+    int body_too_large;     /* more than AT_MAX_BODY bytes were sent; body was dropped */
+    const at_identity *preset_identity; /* from API Gateway's authorizer, or NULL */
+} at_request;
+
+typedef struct at_response {
+    int status;
+    at_header headers[AT_MAX_RESPONSE_HEADERS]; /* names and values live in the arena */
+    size_t nheaders;
+    char *body;       /* malloc'd, owned by the response; NULL for none */
+    size_t body_len;
+    const char *user; /* user uuid for the log line, or NULL */
+    const char *request_id;
+} at_response;
+
+typedef struct at_app at_app;
+
+/* Creates the request pipeline over an open store: routes, token verifier, cursor key,
+ * CORS rules. cfg and store are borrowed and must outlive the app. Returns 0, or an
+ * AT_* code with a message for the operator in err. */
+int at_app_new(const at_config *cfg, at_store *store, at_app **out /* OUT */, char *err,
+               size_t errlen);
+
+/* Frees the app (not the store or config). Accepts NULL. */
+void at_app_free(at_app *app);
+
+/* Handles one request from start to end: request id, CORS, routing (404/405), identity
+ * (401), body checks (413/415), the route's handler, response headers, and the JSON log
+ * line. resp is filled in (caller's memory, zeroed); release it with at_response_release.
+ * Never fails: every problem becomes an HTTP status. */
+void at_app_handle(at_app *app, const at_request *req, at_response *resp /* OUT */);
+
+/* Frees what a response owns (its body). */
+void at_response_release(at_response *resp);
+
+/* Returns the value of header name (case-insensitive) in req, or NULL. */
+const char *at_request_header(const at_request *req, const char *name);
+
+/* Runs the HTTP server on cfg->listen_host:listen_port until SIGINT or SIGTERM, with
+ * cfg->http_threads threads. When ready it logs the address; when ready_fd >= 0 it also
+ * writes the bound port as text and a newline to that descriptor. Returns 0 after a
+ * clean shutdown, or an AT_* code with a message in err. */
+int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,285 @@
+/* The request pipeline (SPEC §4): every request, from the server or from Lambda,
+ * passes here in this order: request id, prefix, CORS preflight, route (404/405),
+ * identity (401), body size and type (413/415), admin role (403), handler; then the
+ * common response headers and one JSON log line. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "actionstools/handler.h"
+#include "actionstools/err.h"
+#include "actionstools/log.h"
+#include "actionstools/timeutil.h"
+#include "actionstools/uuid.h"
+#include "auth.h"
+#include "cors.h"
+#include "router.h"
+#include "actionstools/banned.h"
+
+struct at_app {
+    const at_config *cfg;
+    at_store *store;
+    at_router *router;
+    at_jwt_verifier *jwt;
+    at_cursor_key cursor_key;
+};
+
+/* The cursor key is derived from the token secret, so every server of a deployment
+ * accepts the cursors of the others. With only a public key configured, it is derived
+ * from the key file: cursors then resist accidents, not forgery, which is harmless
+ * because a cursor only positions a query the server builds from the caller's identity. */
+static int cursor_key_init(const at_config *cfg, at_cursor_key *key, char *err, size_t errlen)
+{
+    FILE *f;
+    char buf[16384];
+    size_t n;
+    if (cfg->jwt_secret) {
+        return at_cursor_key_derive(key, cfg->jwt_secret, strlen(cfg->jwt_secret));
+    }
+    if (!cfg->jwt_public_key_file) {
+        /* Commands that serve no requests (setup, export) still build an app. */
+        return at_cursor_key_derive(key, "actionstools", 12);
+    }
+    f = fopen(cfg->jwt_public_key_file, "rb");
+    if (!f) {
+        snprintf(err, errlen, "AUTH_JWT_PUBLIC_KEY_FILE: cannot open the file");
+        return AT_EIO;
+    }
+    n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return at_cursor_key_derive(key, buf, n);
+}
+
+int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, size_t errlen)
+{
+    at_app *app;
+    int rc;
+
+    *out = NULL;
+    app = calloc(1, sizeof *app);
+    if (!app) return AT_ENOMEM;
+    app->cfg = cfg;
+    app->store = store;
+    rc = at_router_new(at_routes, &app->router);
+    if (rc) {
+        snprintf(err, errlen, "the route table is malformed");
+        goto out;
+    }
+    if (cfg->jwt_secret || cfg->jwt_public_key_file) {
+        at_jwt_config jc = {cfg->jwt_secret, cfg->jwt_public_key_file, NULL, cfg->jwt_issuer,
+                            cfg->jwt_audience};
+        rc = at_jwt_verifier_new(&jc, &app->jwt, err, errlen);
+        if (rc) goto out;
+        if (err[0]) at_log(AT_LOG_WARN, "%s", err);
+        err[0] = '\0';
+        if (cfg->jwt_secret && !cfg->jwt_public_key_file && strlen(cfg->jwt_secret) < 32)
+            at_log(AT_LOG_WARN, "AUTH_JWT_SECRET is shorter than 32 bytes; RFC 7518 asks for at "
+                                "least 32 random bytes for HS256");
+    }
+    rc = cursor_key_init(cfg, &app->cursor_key, err, errlen);
+    if (rc) goto out;
+    *out = app;
+out:
+    if (rc) at_app_free(app);
+    return rc;
+}
+
+void at_app_free(at_app *app)
+{
+    if (!app) return;
+    at_router_free(app->router);
+    at_jwt_verifier_free(app->jwt);
+    free(app);
+}
+
+const char *at_request_header(const at_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0) return req->headers[i].value;
+    return NULL;
+}
+
+void at_response_release(at_response *resp)
+{
+    free(resp->body);
+    resp->body = NULL;
+    resp->body_len = 0;
+}
+
+/* A caller's X-Request-Id is kept when it is short printable ASCII without spaces. */
+static const char *request_id(const at_request *req, at_arena *a)
+{
+    const char *rid = at_request_header(req, "X-Request-Id");
+    char fresh[AT_UUID_LEN + 1];
+    if (rid && *rid && strlen(rid) <= 128) {
+        const char *p = rid;
+        while (*p > 32 && *p < 127) p++;
+        if (!*p) return rid;
+    }
+    at_uuid_new(fresh);
+    return at_arena_strdup(a, fresh);
+}
+
+/* Returns the path below BASE_PREFIX, or NULL when the path is outside it. */
+static const char *strip_prefix(const char *prefix, const char *path)
+{
+    size_t n = strlen(prefix);
+    if (n == 0) return path;
+    if (strncmp(path, prefix, n) != 0) return NULL;
+    if (path[n] == '\0') return "/";
+    return path[n] == '/' ? path + n : NULL;
+}
+
+/* Returns 1 when the Content-Type names JSON (application/json or application/x+json,
+ * with any parameters). */
+static int is_json_type(const char *ct)
+{
+    size_t n;
+    const char *semi;
+    if (!ct) return 0;
+    while (*ct == ' ') ct++;
+    semi = strchr(ct, ';');
+    n = semi ? (size_t)(semi - ct) : strlen(ct);
+    while (n > 0 && ct[n - 1] == ' ') n--;
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0) return 1;
+    return n > 17 && strncasecmp(ct, "application/", 12) == 0 && strncasecmp(ct + n - 5, "+json", 5) == 0;
+}
+
+static void parse_body(at_ctx *c)
+{
+    json_error_t jerr;
+    const at_request *req = c->req;
+    if (req->body_len == 0) return;
+    c->body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!c->body)
+        c->body_error = at_arena_printf(c->arena, "malformed JSON at line %d, column %d: %s",
+                                        jerr.line, jerr.column, jerr.text);
+}
+
+static void preflight(at_ctx *c, const char *allow)
+{
+    at_reply_empty(c, 204);
+    at_set_header(c, "Access-Control-Allow-Methods", allow);
+    at_set_header(c, "Access-Control-Allow-Headers", AT_CORS_ALLOW_HEADERS);
+    at_set_header(c, "Access-Control-Max-Age", AT_CORS_MAX_AGE);
+}
+
+static void dispatch(at_app *app, at_ctx *c, at_identity *id)
+{
+    const at_request *req = c->req;
+    const char *path = strip_prefix(app->cfg->base_prefix, req->path);
+    at_match m;
+    at_buf allow;
+    const char *why = NULL;
+
+    at_buf_init(&allow, 256);
+    if (!path) {
+        at_reply_error(c, 404, "no such route: %s %s", req->method, req->path);
+        goto out;
+    }
+    if (at_router_match(app->router, req->method, path, c->arena, &m, &allow)) {
+        at_reply_error(c, 500, "out of memory");
+        goto out;
+    }
+    if (strcmp(req->method, "OPTIONS") == 0) {
+        if (!m.path_known) {
+            at_reply_error(c, 404, "no such route: %s", req->path);
+            goto out;
+        }
+        at_buf_adds(&allow, ", OPTIONS");
+        preflight(c, at_buf_str(&allow));
+        goto out;
+    }
+    if (!m.route) {
+        if (m.path_known) {
+            at_buf_adds(&allow, ", OPTIONS");
+            at_set_header(c, "Allow", at_buf_str(&allow));
+            at_reply_error(c, 405, "method %s is not allowed on %s; allowed: %s", req->method,
+                           req->path, at_buf_str(&allow));
+        } else {
+            at_reply_error(c, 404, "no such route: %s %s", req->method, req->path);
+        }
+        goto out;
+    }
+    c->route = m.route;
+    c->nparams = m.nparams;
+    memcpy(c->param_names, m.names, sizeof m.names);
+    memcpy(c->params, m.values, sizeof m.values);
+
+    if (!(m.route->flags & AT_R_PUBLIC)) {
+        if (at_auth_identify(app->jwt, req, c->arena, id, &why)) {
+            at_set_header(c, "WWW-Authenticate", "Bearer");
+            at_reply_error(c, 401, "%s", why);
+            goto out;
+        }
+        c->id = id;
+        c->resp->user = id->user_uuid;
+    }
+    if (req->body_too_large) {
+        at_reply_error(c, 413, "the request body is over %d bytes (DynamoDB's 400 KB item limit)",
+                       AT_MAX_BODY);
+        goto out;
+    }
+    if (m.route->flags & AT_R_BODY) {
+        const char *ct = at_request_header(req, "Content-Type");
+        if ((req->body_len > 0 || ct) && !is_json_type(ct)) {
+            at_reply_error(c, 415, "send the body as JSON with Content-Type: application/json");
+            goto out;
+        }
+        parse_body(c);
+    }
+    if ((m.route->flags & AT_R_ADMIN) && !id->is_admin) {
+        at_reply_error(c, 403, "only users with the CRM_ADMIN role may do this");
+        goto out;
+    }
+    m.route->handler(c);
+    if (c->resp->status == 0) at_reply_error(c, 500, "the handler gave no answer");
+out:
+    at_buf_release(&allow);
+}
+
+static void log_request(const at_request *req, const at_response *resp, int64_t t0)
+{
+    json_t *f;
+    double ms = (double)(at_monotonic_us() - t0) / 1000.0;
+    if (!at_log_enabled(AT_LOG_INFO)) return;
+    f = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s?}", "request_id", resp->request_id, "method",
+                  req->method, "path", req->path, "status", resp->status, "duration_ms", ms,
+                  "user", resp->user);
+    at_log_json(AT_LOG_INFO, "request", f);
+    json_decref(f);
+}
+
+void at_app_handle(at_app *app, const at_request *req, at_response *resp)
+{
+    int64_t t0 = at_monotonic_us();
+    at_identity id;
+    at_ctx c;
+    const char *origin;
+
+    memset(resp, 0, sizeof *resp);
+    memset(&c, 0, sizeof c);
+    memset(&id, 0, sizeof id);
+    c.cfg = app->cfg;
+    c.store = app->store;
+    c.cursor_key = &app->cursor_key;
+    c.req = req;
+    c.resp = resp;
+    c.arena = req->arena;
+    resp->request_id = request_id(req, c.arena);
+
+    dispatch(app, &c, &id);
+
+    if (!resp->request_id) resp->request_id = "-";
+    at_set_header(&c, "X-Request-Id", resp->request_id);
+    origin = at_cors_allow_origin(app->cfg, at_request_header(req, "Origin"));
+    if (origin) {
+        at_set_header(&c, "Access-Control-Allow-Origin", origin);
+        if (!app->cfg->cors_any) at_set_header(&c, "Vary", "Origin");
+        at_set_header(&c, "Access-Control-Expose-Headers", AT_CORS_EXPOSE_HEADERS);
+    }
+    json_decref(c.body);
+    log_request(req, resp, t0);
+}
