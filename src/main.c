@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,7 @@ static int cmd_serve(int argc, char **argv)
     at_app *app = NULL;
     char err[512] = "";
     pthread_t sweep_thread;
+    sigset_t sigs;
     int rc, sweeping = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -134,6 +136,12 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "actionstools serve: unknown option '%s' (see --help)\n", argv[i]);
         return 2;
     }
+    /* SIGINT/SIGTERM wait until the server takes them (sigwait in at_server_run), so a
+     * signal during start-up still ends in a clean shutdown. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     rc = at_cli_load_config(&cfg);
     if (rc) return rc;
     if (at_config_require_auth(&cfg, err, sizeof err)) {
