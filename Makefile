@@ -83,11 +83,18 @@ unit-release: $(release_TESTS)
 unit-asan: $(asan_TESTS)
 	@./scripts/run-unit.sh $(asan_TESTS)
 
-api: api-sqlite
+api: api-sqlite api-dynamodb
 
-# Black-box tests: the real binary (the sanitizer build) on a temporary database.
+# Black-box tests: the real binary (the sanitizer build) on a temporary database, then
+# the same tests against dynalite, a DynamoDB-compatible server.
 api-sqlite: $(BUILD)/asan/actionstools
+	@echo "== black-box tests, STORAGE=sqlite"
 	@AT_BIN=$(CURDIR)/$(BUILD)/asan/actionstools AT_STORAGE=sqlite node --test tests/api/
+
+api-dynamodb: $(BUILD)/asan/actionstools
+	@echo "== black-box tests, STORAGE=dynamodb (dynalite)"
+	@AT_BIN=$(CURDIR)/$(BUILD)/asan/actionstools AT_STORAGE=dynamodb \
+		./scripts/with-dynalite.sh node --test tests/api/
 
 bench: deps
 	@$(MAKE) --no-print-directory build

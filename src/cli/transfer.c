@@ -43,6 +43,7 @@ static int parse_opts(int argc, char **argv, const char *file_opt, transfer_opts
         default: return 2;
         }
     }
+    if (o->file && strcmp(o->file, "-") == 0) o->file = NULL; /* "-" is stdout / stdin */
     if (optind < argc) {
         fprintf(stderr, "actionstools: unexpected argument '%s'\n", argv[optind]);
         return 2;
