@@ -99,6 +99,7 @@ api-dynamodb: $(BUILD)/asan/actionstools
 bench: deps
 	@$(MAKE) --no-print-directory build
 	@./bench/run.sh $(BUILD)/release/actionstools
+	@STORAGE=dynamodb DURATION=$${DURATION:-3s} ./scripts/with-dynalite.sh ./bench/run.sh $(BUILD)/release/actionstools
 
 format:
 	clang-format -i $$(find src include tests/unit -name '*.[ch]')

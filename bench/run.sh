@@ -2,7 +2,9 @@
 # `make bench`: wrk against the real binary on a fresh embedded store. Prints
 # requests/s and p99 latency per endpoint, and each as a ratio to GET /health of the
 # same binary in the same run (absolute numbers are noisy on shared machines).
-# Usage: bench/run.sh BINARY    (env: DURATION=5s CONNECTIONS=32 THREADS=2)
+# Usage: bench/run.sh BINARY    (env: DURATION=5s CONNECTIONS=32 THREADS=2
+#        STORAGE=dynamodb with AT_DYNAMODB_ENDPOINT set, e.g. through
+#        scripts/with-dynalite.sh, to measure the dynamodb backend)
 set -eu
 BIN=$(realpath "${1:-build/release/actionstools}")
 cd "$(dirname "$0")"
@@ -16,9 +18,17 @@ PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT INT TERM
 
-export AUTH_JWT_SECRET="bench-$(date +%s)-secret"
-export SQLITE_PATH="$TMP/bench.db" LISTEN=127.0.0.1:0 LOG_LEVEL=${LOG_LEVEL:-warn}
-# The port is read from the "listening" log line, which LOG_LEVEL=warn would hide.
+export AUTH_JWT_SECRET="bench-$(date +%s)-secret-of-at-least-32-bytes"
+export SQLITE_PATH="$TMP/bench.db" LISTEN=127.0.0.1:0 LOG_LEVEL=${LOG_LEVEL:-info}
+STORAGE=${STORAGE:-sqlite}
+export STORAGE
+if [ "$STORAGE" = dynamodb ]; then
+    [ -n "${AT_DYNAMODB_ENDPOINT:-}" ] || { echo "bench: STORAGE=dynamodb needs AT_DYNAMODB_ENDPOINT" >&2; exit 1; }
+    export DYNAMODB_ENDPOINT="$AT_DYNAMODB_ENDPOINT" AWS_REGION=us-east-1 \
+        AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret
+    "$BIN" setup >/dev/null 2>"$TMP/setup.log" || { cat "$TMP/setup.log" >&2; exit 1; }
+fi
+# Request log lines go to a file, as they would to a log collector.
 LOG_LEVEL=info "$BIN" serve 2>"$TMP/server.log" &
 PID=$!
 PORT=""
@@ -55,7 +65,7 @@ run "GET list 25 notes" "/targets/$TARGET/notes?limit=25"
 run "POST a note" "/targets/$TARGET-post/notes" post.lua
 
 echo
-echo "actionstools $("$BIN" --version | cut -d' ' -f2), sqlite, wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $(nproc) cores"
+echo "actionstools $("$BIN" --version | cut -d' ' -f2), $STORAGE, wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $(nproc) cores"
 awk -F'|' 'NR == 1 {base = $2}
     {printf "%-20s %10.0f req/s  p99 %8s  %5.2f x /health  non-2xx %s\n", $1, $2, $3, $2 / base, $4}
     END {}' "$TMP/results"
