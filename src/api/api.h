@@ -25,13 +25,14 @@ void at_api_notes_by_user(at_ctx *c);
 
 /* ---- items as answers ---- */
 
-/* Returns the plain JSON form of a stored item for an answer: every attribute
- * converted from its AV, the 0/1 flags (is_pinned, is_read, is_hidden) as booleans,
- * deleted_at left out. NULL when out of memory or the item is malformed. */
-json_t *at_api_view(const json_t *item);
+/* Returns the plain JSON form of a stored item of table t for an answer: every
+ * attribute converted from its AV, the 0/1 flags (is_pinned, is_read, is_hidden) as
+ * booleans (false when an older item lacks one its table has), version 0 when an
+ * older item has none, deleted_at left out. NULL when out of memory. */
+json_t *at_api_view(at_table_id t, const json_t *item);
 
 /* Answers status with the item's view and its version as ETag. */
-void at_api_reply_item(at_ctx *c, int status, const json_t *item);
+void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item);
 
 /* Returns the item's version (0 for items written before versions existed). */
 int64_t at_api_version(const json_t *item);
@@ -41,6 +42,10 @@ int64_t at_api_version(const json_t *item);
 /* Returns the path parameter name when it is a usable key value (1..256 bytes, no
  * control characters), else answers 404 and returns NULL. */
 const char *at_api_key_param(at_ctx *c, const char *name, const char *what);
+
+/* Returns the text of v when it is a string without an embedded NUL (usable as an
+ * identifier), else NULL. Borrowed. */
+const char *at_api_string(const json_t *v);
 
 /* Checks body members: members in service_set get "set by the service; remove it",
  * members in neither list get "unknown field". Adds to errors (an object). */
@@ -113,9 +118,10 @@ typedef struct at_list_req {
 int at_api_list_begin(at_ctx *c, const char *scope, at_list_req *lr /* OUT */);
 void at_api_list_release(at_list_req *lr);
 
-/* Answers {"items": views of items, "next_cursor": cursor of next (NULL: null)}.
- * items and next are borrowed. */
-void at_api_reply_list(at_ctx *c, const at_list_req *lr, const json_t *items, const json_t *next);
+/* Answers {"items": views of items of table t, "next_cursor": cursor of next (NULL:
+ * null)}. items and next are borrowed. */
+void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
+                       const json_t *next);
 
 /* Returns the start key held in a cursor payload's "k" after checking it is a key of
  * the query's table/index whose partition key equals pk; NULL when there is none.

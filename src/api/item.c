@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "actionstools/err.h"
@@ -47,7 +48,17 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-json_t *at_api_view(const json_t *item)
+/* The flags a table's items always answer. */
+static const char *const *table_flags(at_table_id t)
+{
+    static const char *const notes[] = {"is_pinned", NULL};
+    static const char *const notifications[] = {"is_read", "is_hidden", NULL};
+    if (t == AT_TABLE_NOTES) return notes;
+    if (t == AT_TABLE_NOTIFICATIONS) return notifications;
+    return NULL;
+}
+
+json_t *at_api_view(at_table_id t, const json_t *item)
 {
     const char *k, *names[128];
     json_t *v, *out = json_object();
@@ -64,6 +75,11 @@ json_t *at_api_view(const json_t *item)
     qsort(names, n, sizeof names[0], cmp_str);
     for (size_t i = 0; i < n; i++)
         if (add_view_attr(out, names[i], json_object_get(item, names[i]))) goto oom;
+    /* Items the original service wrote may lack these. */
+    for (const char *const *f = table_flags(t); f && *f; f++)
+        if (!json_object_get(out, *f) && json_object_set_new(out, *f, json_false())) goto oom;
+    if (!json_object_get(out, "version") && json_object_set_new(out, "version", json_integer(0)))
+        goto oom;
     return out;
 oom:
     json_decref(out);
@@ -77,10 +93,10 @@ int64_t at_api_version(const json_t *item)
     return v;
 }
 
-void at_api_reply_item(at_ctx *c, int status, const json_t *item)
+void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item)
 {
     char etag[32];
-    json_t *view = at_api_view(item);
+    json_t *view = at_api_view(t, item);
     if (!view) {
         at_reply_error(c, 500, "out of memory");
         return;
@@ -102,6 +118,13 @@ const char *at_api_key_param(at_ctx *c, const char *name, const char *what)
         return NULL;
     }
     return v;
+}
+
+const char *at_api_string(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != json_string_length(v)) return NULL;
+    return s;
 }
 
 void at_api_check_fields(const json_t *body, const char *const *allowed,
@@ -239,10 +262,22 @@ static int bump(json_t *item, int64_t old_version, int numeric)
     return json_object_set_new(item, "updated_at", at_av_s(now));
 }
 
+/* Writers racing on one item retry this many times, after a short random pause that
+ * grows with each round (full jitter), before giving up with 409. */
+#define CHANGE_ATTEMPTS 12
+#define CHANGE_MAX_PAUSE_MS 64
+
+static void pause_before_retry(int attempt)
+{
+    unsigned cap = 1u << (attempt < 6 ? attempt : 6);
+    if (cap > CHANGE_MAX_PAUSE_MS) cap = CHANGE_MAX_PAUSE_MS;
+    usleep((useconds_t)arc4random_uniform(cap * 1000u + 1));
+}
+
 json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch)
 {
     const char *ifm = at_request_header(c->req, "If-Match");
-    for (int attempt = 0; attempt < 5; attempt++) {
+    for (int attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
         json_t *item, *copy, *old_version_av;
         const char *conflict = NULL;
         int64_t version;
@@ -290,6 +325,7 @@ json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch)
         }
         /* Someone else wrote in between: read again. With If-Match the next round
          * answers 412; without it the change is applied to the newer version. */
+        pause_before_retry(attempt);
         continue;
     fail_copy:
         json_decref(copy);

@@ -50,7 +50,8 @@ void at_api_list_release(at_list_req *lr)
     lr->cursor = NULL;
 }
 
-void at_api_reply_list(at_ctx *c, const at_list_req *lr, const json_t *items, const json_t *next)
+void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
+                       const json_t *next)
 {
     json_t *out = json_array(), *body;
     size_t i;
@@ -60,7 +61,7 @@ void at_api_reply_list(at_ctx *c, const at_list_req *lr, const json_t *items, co
     if (!out) goto oom;
     json_array_foreach(items, i, it)
     {
-        json_t *view = at_api_view(it);
+        json_t *view = at_api_view(t, it);
         if (!view || json_array_append_new(out, view)) goto oom;
     }
     if (next) {
@@ -145,7 +146,7 @@ void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q)
         json_array_remove(page.items, lr->limit);
         next = key ? json_pack("{s:i, s:o}", "p", 0, "k", key) : NULL;
     }
-    at_api_reply_list(c, lr, page.items, next);
+    at_api_reply_list(c, q->table, lr, page.items, next);
     json_decref(next);
     at_page_release(&page);
 }

@@ -52,7 +52,7 @@ static void answer_existing(at_ctx *c, const char *target, const char *uuid)
     }
     if (rc == 0 && !at_item_has(item, "deleted_at") && inst && owner &&
         strcmp(inst, c->id->instance_id) == 0 && strcmp(owner, c->id->user_uuid) == 0)
-        at_api_reply_item(c, 200, item);
+        at_api_reply_item(c, AT_TABLE_NOTES, 200, item);
     else
         at_reply_error(c, 409, "a note with uuid %s already exists; send a new uuid or none", uuid);
     json_decref(item);
@@ -98,7 +98,7 @@ void at_api_notes_create(at_ctx *c)
     read_fields(body, item, errors);
     juuid = json_object_get(body, "uuid");
     if (juuid) {
-        if (!json_is_string(juuid) || at_uuid_normalize(json_string_value(juuid), uuid))
+        if (!at_api_string(juuid) || at_uuid_normalize(json_string_value(juuid), uuid))
             json_object_set_new(errors, "uuid", json_string("must be a UUID like 123e4567-e89b-12d3-a456-426614174000"));
         client_uuid = 1;
     } else {
@@ -135,7 +135,7 @@ void at_api_notes_create(at_ctx *c)
         goto out;
     }
     at_set_header(c, "Location", location(c, target, uuid));
-    at_api_reply_item(c, 201, item);
+    at_api_reply_item(c, AT_TABLE_NOTES, 201, item);
 out:
     json_decref(errors);
     json_decref(item);
@@ -160,7 +160,7 @@ void at_api_notes_get(at_ctx *c)
     if (!target || !(uuid = uuid_param(c, ubuf))) return;
     key = note_key(target, uuid);
     item = at_api_load(c, AT_TABLE_NOTES, key, 0, WHAT);
-    if (item) at_api_reply_item(c, 200, item);
+    if (item) at_api_reply_item(c, AT_TABLE_NOTES, 200, item);
     json_decref(item);
     json_decref(key);
 }
@@ -191,7 +191,7 @@ void at_api_notes_get_by_uuid(at_ctx *c)
     else if (!found)
         at_reply_error(c, 404, "note not found");
     else
-        at_api_reply_item(c, 200, found);
+        at_api_reply_item(c, AT_TABLE_NOTES, 200, found);
     at_page_release(&page);
     json_decref(inst);
     json_decref(u);
@@ -249,7 +249,7 @@ static void change(at_ctx *c, int (*apply)(at_ctx *, json_t *, void *, const cha
         if (status == 204)
             at_reply_empty(c, 204);
         else
-            at_api_reply_item(c, status, saved);
+            at_api_reply_item(c, AT_TABLE_NOTES, status, saved);
     }
     json_decref(saved);
     json_decref(key);
@@ -416,7 +416,7 @@ void at_api_notes_list(at_ctx *c)
         }
         json_array_remove(items, lr.limit);
     }
-    at_api_reply_list(c, &lr, items, next);
+    at_api_reply_list(c, AT_TABLE_NOTES, &lr, items, next);
     goto out;
 bad_cursor:
     at_reply_validation(c, json_pack("{s:s}", "cursor", "malformed; start again without a cursor"));

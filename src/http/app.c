@@ -152,8 +152,15 @@ static void parse_body(at_ctx *c)
     json_error_t jerr;
     const at_request *req = c->req;
     if (req->body_len == 0) return;
-    c->body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!c->body)
+    /* Strings may hold \u0000 (data is any JSON); identifiers are checked for it where
+     * they are read (at_api_string). */
+    c->body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!c->body && (strstr(jerr.text, "too big integer") || strstr(jerr.text, "too big negative integer")))
+        c->body_error = at_arena_printf(c->arena, "line %d, column %d: integers beyond 64 bits "
+                                                  "(over 9223372036854775807) are not supported; "
+                                                  "send such numbers as strings",
+                                        jerr.line, jerr.column);
+    else if (!c->body)
         c->body_error = at_arena_printf(c->arena, "malformed JSON at line %d, column %d: %s",
                                         jerr.line, jerr.column, jerr.text);
 }
