@@ -333,7 +333,10 @@ out:
     return rc;
 }
 
-static int ddb_put(at_store *s, at_table_id t, const json_t *item, const at_cond *cond)
+/* PutItem or DeleteItem of one item ("Item") or key ("Key") under an optional
+ * condition. */
+static int conditional_write(at_store *s, at_table_id t, const char *member, const json_t *value,
+                             const at_cond *cond, int op)
 {
     json_t *req = NULL, *resp = NULL;
     at_buf cb;
@@ -341,24 +344,29 @@ static int ddb_put(at_store *s, at_table_id t, const json_t *item, const at_cond
     int rc;
 
     at_buf_init(&cb, MAX_EXPR);
-    if (at_av_check_item(item, NULL, 0) || check_item_keys(at_schema_table(t), item))
-        return AT_EINVAL;
     rc = expr_init(&x);
     if (rc) goto out;
     req = request_for(s, t);
-    if (!req || json_object_set(req, "Item", (json_t *)item)) {
+    if (!req || json_object_set(req, member, (json_t *)value)) {
         rc = AT_ENOMEM;
         goto out;
     }
     rc = add_cond(&x, &cb, cond, NULL, NULL);
     if (!rc) rc = expr_finish(&x, req, "ConditionExpression", &cb);
-    if (!rc) rc = call(s, AT_DDB_PUT_ITEM, req, &resp);
+    if (!rc) rc = call(s, op, req, &resp);
 out:
     expr_release(&x);
     at_buf_release(&cb);
     json_decref(req);
     json_decref(resp);
     return rc;
+}
+
+static int ddb_put(at_store *s, at_table_id t, const json_t *item, const at_cond *cond)
+{
+    if (at_av_check_item(item, NULL, 0) || check_item_keys(at_schema_table(t), item))
+        return AT_EINVAL;
+    return conditional_write(s, t, "Item", item, cond, AT_DDB_PUT_ITEM);
 }
 
 /* Builds "SET #a = :v, ... REMOVE #b, ... ADD #c :v". */
@@ -443,29 +451,8 @@ out:
 
 static int ddb_del(at_store *s, at_table_id t, const json_t *key, const at_cond *cond)
 {
-    json_t *req = NULL, *resp = NULL;
-    at_buf cb;
-    expr x;
-    int rc;
-
-    at_buf_init(&cb, MAX_EXPR);
     if (at_av_check_item(key, NULL, 0) || check_key(at_schema_table(t), key)) return AT_EINVAL;
-    rc = expr_init(&x);
-    if (rc) goto out;
-    req = request_for(s, t);
-    if (!req || json_object_set(req, "Key", (json_t *)key)) {
-        rc = AT_ENOMEM;
-        goto out;
-    }
-    rc = add_cond(&x, &cb, cond, NULL, NULL);
-    if (!rc) rc = expr_finish(&x, req, "ConditionExpression", &cb);
-    if (!rc) rc = call(s, AT_DDB_DELETE_ITEM, req, &resp);
-out:
-    expr_release(&x);
-    at_buf_release(&cb);
-    json_decref(req);
-    json_decref(resp);
-    return rc;
+    return conditional_write(s, t, "Key", key, cond, AT_DDB_DELETE_ITEM);
 }
 
 /* ---- query and scan ------------------------------------------------------------- */
