@@ -8,6 +8,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "actionstools/buf.h"
+
 /* Maximum nesting DynamoDB accepts: 32 levels, an attribute value being level 1 (so at
  * most 31 maps or lists around a scalar); deeper input is refused. */
 #define AT_AV_MAX_DEPTH 32
@@ -28,6 +30,17 @@ json_t *at_av_from_json_why(const json_t *v, char *why, size_t whylen);
  * in 64 bits becomes a JSON integer, any other N a real. Returns NULL when av is not
  * a well-formed AV. The caller owns the result. */
 json_t *at_av_to_json(const json_t *av);
+
+/* Appends to b the JSON text of the plain value of av (what at_av_to_json makes,
+ * written out without building it): numbers integral and within 64 bits as integers,
+ * other numbers in the shortest text that reads back as the same double, strings
+ * escaped as JSON requires (UTF-8 kept as is). Returns 0, AT_EINVAL for a malformed
+ * AV (b then holds part of the text), or at_buf's AT_ENOMEM / AT_ETOOBIG. */
+int at_av_write_json(at_buf *b, const json_t *av);
+
+/* Appends the n bytes at s (UTF-8, may hold NUL) as a JSON string literal. Returns 0
+ * or at_buf's errors. */
+int at_json_write_string(at_buf *b, const char *s, size_t n);
 
 /* Returns 0 when av is a well-formed AV (exactly one known type tag with a value of
  * the right JSON type, numbers in DynamoDB's number syntax, nesting within the limit),

@@ -30,7 +30,7 @@ typedef struct at_config {
     char *secrets_id;
     long counters_ttl_seconds;
     at_log_level log_level;
-    int http_threads; /* HTTP_THREADS: worker threads of `serve` */
+    int http_max_connections; /* HTTP_MAX_CONNECTIONS: open connections `serve` accepts */
 } at_config;
 
 /* Reads every setting from the environment into cfg (caller's memory), applying the

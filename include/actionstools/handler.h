@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "actionstools/buf.h"
 #include "actionstools/cursor.h"
 #include "actionstools/http.h"
 
@@ -63,6 +64,10 @@ void at_reply_error(at_ctx *c, int status, const char *fmt, ...) __attribute__((
 /* Answers 400 {"message": "Input payload validation failed", "errors": errors}
  * (errors stolen: an object field -> what is wrong). */
 void at_reply_validation(at_ctx *c, json_t *errors);
+
+/* Answers status with the JSON text built in b, whose contents the response takes
+ * (b is left empty). */
+void at_reply_json_buf(at_ctx *c, int status, at_buf *b);
 
 /* Answers status with a body that is not JSON (CSV, HTML): the len bytes at body are
  * copied; content_type is sent as Content-Type. */

@@ -25,11 +25,15 @@ void at_api_notes_by_user(at_ctx *c);
 
 /* ---- items as answers ---- */
 
-/* Returns the plain JSON form of a stored item of table t for an answer: every
- * attribute converted from its AV, the 0/1 flags (is_pinned, is_read, is_hidden) as
- * booleans (false when an older item lacks one its table has), version 0 when an
- * older item has none, deleted_at left out. NULL when out of memory. */
-json_t *at_api_view(at_table_id t, const json_t *item);
+/* The largest answer a list may build (100 items of up to 400 KB). */
+#define AT_API_MAX_ANSWER (64u * 1024 * 1024)
+
+/* Appends to b the JSON text of a stored item of table t as answers show it: key
+ * fields first, then the other attributes by name, each converted from its AV; the
+ * 0/1 flags (is_pinned, is_read, is_hidden) as booleans (false when an older item lacks
+ * one its table has); version 0 when an older item has none; deleted_at left out; a
+ * malformed attribute left out. Returns 0 or at_buf's errors. */
+int at_api_write_view(at_buf *b, at_table_id t, const json_t *item);
 
 /* Answers status with the item's view and its version as ETag. */
 void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item);

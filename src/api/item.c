@@ -31,23 +31,6 @@ static const char *const leading_attrs[] = {
     "owner_name", "created_by", NULL,
 };
 
-static int add_view_attr(json_t *out, const char *k, const json_t *v)
-{
-    json_t *j = at_av_to_json(v);
-    if (!j) return 0; /* a malformed attribute is left out rather than failing the read */
-    if (in_list(flag_attrs, k) && json_is_integer(j)) {
-        json_t *b = json_boolean(json_integer_value(j) != 0);
-        json_decref(j);
-        j = b;
-    }
-    return json_object_set_new(out, k, j);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The flags a table's items always answer. */
 static const char *const *table_flags(at_table_id t)
 {
@@ -58,32 +41,58 @@ static const char *const *table_flags(at_table_id t)
     return NULL;
 }
 
-json_t *at_api_view(at_table_id t, const json_t *item)
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Writes "name":value of the item's attribute name, with a comma first unless it is
+ * the first member. */
+static int write_member(at_buf *b, int *first, const json_t *item, const char *name)
+{
+    size_t mark = b->len;
+    int64_t flag;
+    int rc = *first ? 0 : at_buf_addc(b, ',');
+    if (!rc) rc = at_json_write_string(b, name, strlen(name));
+    if (!rc) rc = at_buf_addc(b, ':');
+    if (!rc && in_list(flag_attrs, name) && at_item_n_int(item, name, &flag))
+        rc = at_buf_adds(b, flag ? "true" : "false");
+    else if (!rc)
+        rc = at_av_write_json(b, json_object_get(item, name));
+    if (rc == AT_EINVAL) { /* a malformed attribute is left out rather than failing the read */
+        b->len = mark;
+        if (b->ptr) b->ptr[mark] = '\0';
+        return 0;
+    }
+    if (!rc) *first = 0;
+    return rc;
+}
+
+int at_api_write_view(at_buf *b, at_table_id t, const json_t *item)
 {
     const char *k, *names[128];
-    json_t *v, *out = json_object();
+    json_t *v;
     size_t n = 0;
-    if (!out) return NULL;
-    for (const char *const *l = leading_attrs; *l; l++)
-        if ((v = json_object_get(item, *l)) && add_view_attr(out, *l, v)) goto oom;
+    int first = 1, rc = at_buf_addc(b, '{');
+
+    for (const char *const *l = leading_attrs; !rc && *l; l++)
+        if (json_object_get(item, *l)) rc = write_member(b, &first, item, *l);
     json_object_foreach((json_t *)item, k, v)
     {
+        if (rc) break;
         if (strcmp(k, "deleted_at") == 0 || in_list(leading_attrs, k)) continue;
         if (n < sizeof names / sizeof names[0]) names[n++] = k;
-        else if (add_view_attr(out, k, v)) goto oom;
+        else rc = write_member(b, &first, item, k);
     }
     qsort(names, n, sizeof names[0], cmp_str);
-    for (size_t i = 0; i < n; i++)
-        if (add_view_attr(out, names[i], json_object_get(item, names[i]))) goto oom;
+    for (size_t i = 0; !rc && i < n; i++) rc = write_member(b, &first, item, names[i]);
     /* Items the original service wrote may lack these. */
-    for (const char *const *f = table_flags(t); f && *f; f++)
-        if (!json_object_get(out, *f) && json_object_set_new(out, *f, json_false())) goto oom;
-    if (!json_object_get(out, "version") && json_object_set_new(out, "version", json_integer(0)))
-        goto oom;
-    return out;
-oom:
-    json_decref(out);
-    return NULL;
+    for (const char *const *f = table_flags(t); !rc && f && *f; f++)
+        if (!json_object_get(item, *f)) rc = at_buf_printf(b, "%s\"%s\":false", first ? "" : ",", *f), first = 0;
+    if (!rc && !json_object_get(item, "version"))
+        rc = at_buf_printf(b, "%s\"version\":0", first ? "" : ",");
+    if (!rc) rc = at_buf_addc(b, '}');
+    return rc;
 }
 
 int64_t at_api_version(const json_t *item)
@@ -96,14 +105,16 @@ int64_t at_api_version(const json_t *item)
 void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item)
 {
     char etag[32];
-    json_t *view = at_api_view(t, item);
-    if (!view) {
+    at_buf b;
+    at_buf_init(&b, AT_API_MAX_ANSWER);
+    if (at_api_write_view(&b, t, item)) {
+        at_buf_release(&b);
         at_reply_error(c, 500, "out of memory");
         return;
     }
     snprintf(etag, sizeof etag, "\"%" PRId64 "\"", at_api_version(item));
     at_set_header(c, "ETag", etag);
-    at_reply_json(c, status, view);
+    at_reply_json_buf(c, status, &b);
 }
 
 const char *at_api_key_param(at_ctx *c, const char *name, const char *what)

@@ -53,34 +53,33 @@ void at_api_list_release(at_list_req *lr)
 void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
                        const json_t *next)
 {
-    json_t *out = json_array(), *body;
+    at_buf b;
     size_t i;
     json_t *it;
     char *cursor = NULL;
+    int rc;
 
-    if (!out) goto oom;
+    at_buf_init(&b, AT_API_MAX_ANSWER);
+    rc = at_buf_adds(&b, "{\"items\":[");
     json_array_foreach(items, i, it)
     {
-        json_t *view = at_api_view(t, it);
-        if (!view || json_array_append_new(out, view)) goto oom;
+        if (!rc && i) rc = at_buf_addc(&b, ',');
+        if (!rc) rc = at_api_write_view(&b, t, it);
     }
-    if (next) {
+    if (!rc && next) {
         cursor = at_cursor_encode(c->cursor_key, lr->scope, next);
-        if (!cursor) goto oom;
+        rc = cursor ? at_buf_printf(&b, "],\"next_cursor\":\"%s\"}", cursor) : AT_ENOMEM;
+    } else if (!rc) {
+        rc = at_buf_adds(&b, "],\"next_cursor\":null}");
     }
-    body = json_pack("{s:o, s:s?}", "items", out, "next_cursor", cursor);
     free(cursor);
-    if (!body) {
-        at_reply_error(c, 500, "out of memory");
+    if (rc) {
+        at_buf_release(&b);
+        at_reply_error(c, 500, "cannot build the page (%s); ask for fewer items with ?limit=",
+                       at_strerror(rc));
         return;
     }
-    if (!cursor) json_object_set_new(body, "next_cursor", json_null());
-    at_reply_json(c, 200, body);
-    return;
-oom:
-    json_decref(out);
-    free(cursor);
-    at_reply_error(c, 500, "out of memory");
+    at_reply_json_buf(c, 200, &b);
 }
 
 static int has_attr(const json_t *key, const at_attr_def *a)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "actionstools/av.h"
+#include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/banned.h"
 
@@ -249,6 +250,126 @@ static json_t *number_to_json(const char *s)
     d = strtod(s, NULL);
     if (!isfinite(d)) return NULL;
     return json_real(d);
+}
+
+/* Writes the JSON text of the number s into out (64 bytes): integral values that fit 64
+ * bits as integers, others in the shortest form that reads back as the same double.
+ * Returns 0, or -1 when s is not a number or is beyond a double's range. */
+static int number_text(const char *s, char out[64])
+{
+    decimal dec;
+    int64_t i;
+    double d;
+    if (!number_syntax(s)) return -1;
+    decimal_read(s, &dec);
+    if (decimal_int64(&dec, &i)) {
+        snprintf(out, 64, "%" PRId64, i);
+        return 0;
+    }
+    d = strtod(s, NULL);
+    if (!isfinite(d)) return -1;
+    format_double(d, out, 64);
+    return 0;
+}
+
+int at_json_write_string(at_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    int rc = at_buf_addc(b, '"');
+    for (size_t i = 0; !rc && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t elen = 2;
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        rc = at_buf_add(b, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        if (!rc) rc = at_buf_add(b, esc, elen);
+    }
+    if (!rc) rc = at_buf_add(b, s + run, n - run);
+    if (!rc) rc = at_buf_addc(b, '"');
+    return rc;
+}
+
+static int write_json(at_buf *b, const json_t *av, int depth)
+{
+    const char *tag;
+    json_t *val;
+    char num[64];
+    int rc = 0, first = 1;
+
+    if (depth > AT_AV_MAX_DEPTH + 1 || !json_is_object(av) || json_object_size(av) != 1)
+        return AT_EINVAL;
+    json_object_foreach((json_t *)av, tag, val) break;
+
+    if (strcmp(tag, "S") == 0 || strcmp(tag, "B") == 0)
+        return json_is_string(val) ? at_json_write_string(b, json_string_value(val), json_string_length(val))
+                                   : AT_EINVAL;
+    if (strcmp(tag, "N") == 0)
+        return json_is_string(val) && number_text(json_string_value(val), num) == 0 ? at_buf_adds(b, num)
+                                                                                    : AT_EINVAL;
+    if (strcmp(tag, "BOOL") == 0)
+        return json_is_boolean(val) ? at_buf_adds(b, json_is_true(val) ? "true" : "false") : AT_EINVAL;
+    if (strcmp(tag, "NULL") == 0) return json_is_true(val) ? at_buf_adds(b, "null") : AT_EINVAL;
+    if (strcmp(tag, "M") == 0) {
+        const char *k;
+        json_t *m;
+        if (!json_is_object(val)) return AT_EINVAL;
+        rc = at_buf_addc(b, '{');
+        json_object_foreach(val, k, m)
+        {
+            if (rc) break;
+            if (!first) rc = at_buf_addc(b, ',');
+            first = 0;
+            if (!rc) rc = at_json_write_string(b, k, strlen(k));
+            if (!rc) rc = at_buf_addc(b, ':');
+            if (!rc) rc = write_json(b, m, depth + 1);
+        }
+        return rc ? rc : at_buf_addc(b, '}');
+    }
+    if (strcmp(tag, "L") == 0 || strcmp(tag, "SS") == 0 || strcmp(tag, "NS") == 0 ||
+        strcmp(tag, "BS") == 0) {
+        size_t i;
+        json_t *m;
+        if (!json_is_array(val)) return AT_EINVAL;
+        rc = at_buf_addc(b, '[');
+        json_array_foreach(val, i, m)
+        {
+            if (rc) break;
+            if (i) rc = at_buf_addc(b, ',');
+            if (rc) break;
+            if (tag[0] == 'L')
+                rc = write_json(b, m, depth + 1);
+            else if (!json_is_string(m))
+                rc = AT_EINVAL;
+            else if (tag[0] == 'N')
+                rc = number_text(json_string_value(m), num) == 0 ? at_buf_adds(b, num) : AT_EINVAL;
+            else
+                rc = at_json_write_string(b, json_string_value(m), json_string_length(m));
+        }
+        return rc ? rc : at_buf_addc(b, ']');
+    }
+    return AT_EINVAL;
+}
+
+int at_av_write_json(at_buf *b, const json_t *av)
+{
+    return write_json(b, av, 0);
 }
 
 static json_t *to_json(const json_t *av, int depth)

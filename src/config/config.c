@@ -157,7 +157,7 @@ int at_config_load(at_config *cfg, char *err, size_t n)
 {
     int rc;
     const char *v;
-    long ttl, threads;
+    long ttl, conns;
 
     memset(cfg, 0, sizeof *cfg);
     cfg->env_name = env_dup("ENV_NAME", "local");
@@ -235,16 +235,9 @@ int at_config_load(at_config *cfg, char *err, size_t n)
     rc = parse_long("COUNTERS_TTL_SECONDS", "345600", 1, 315360000, &ttl, err, n);
     if (rc) goto out;
     cfg->counters_ttl_seconds = ttl;
-    {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        char def[24];
-        if (ncpu < 1) ncpu = 1;
-        /* sqlite calls return in microseconds; dynamodb calls wait on the network. */
-        snprintf(def, sizeof def, "%ld", strcmp(cfg->storage, "dynamodb") == 0 ? ncpu * 16 : ncpu * 2);
-        rc = parse_long("HTTP_THREADS", def, 1, 1024, &threads, err, n);
-        if (rc) goto out;
-        cfg->http_threads = (int)threads;
-    }
+    rc = parse_long("HTTP_MAX_CONNECTIONS", "1024", 1, 65536, &conns, err, n);
+    if (rc) goto out;
+    cfg->http_max_connections = (int)conns;
     v = getenv("LOG_LEVEL");
     if (v && *v) {
         if (at_log_parse_level(v, &cfg->log_level)) {

@@ -66,6 +66,18 @@ void at_reply_json(at_ctx *c, int status, json_t *body)
     if (text) at_set_header(c, "Content-Type", "application/json");
 }
 
+void at_reply_json_buf(at_ctx *c, int status, at_buf *b)
+{
+    size_t len;
+    char *text = at_buf_take(b, &len);
+    if (!text) {
+        at_reply_error(c, 500, "out of memory");
+        return;
+    }
+    set_body(c, status, text, len);
+    at_set_header(c, "Content-Type", "application/json");
+}
+
 void at_reply_raw(at_ctx *c, int status, const char *content_type, const char *body, size_t len)
 {
     char *copy = malloc(len ? len : 1);

@@ -1,5 +1,4 @@
-/* The HTTP server: libmicrohttpd with a pool of threads, each running its own epoll
- * loop. Each request gets an arena and a body buffer on the first call of the access
+/* The HTTP server: libmicrohttpd with a thread per connection. Each request gets an arena and a body buffer on the first call of the access
  * handler; the answer is built on the last call (answering on the first call makes
  * libmicrohttpd 0.9.75 close the connection). */
 #include <arpa/inet.h>
@@ -163,8 +162,11 @@ int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, si
     int ipv6 = 0, sig = 0, rc;
     struct MHD_Daemon *d;
     const union MHD_DaemonInfo *info;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ERROR_LOG;
+    /* A thread per connection: a handler that waits (a DynamoDB call, a sqlite writer
+     * waiting for the lock) never holds up another connection, as it would in a pool
+     * of event loops. Throughput on 2 cores is the same (docs/architecture.md). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
     sigset_t set;
 
     rc = resolve(cfg, &ss, &sslen, &ipv6, err, errlen);
@@ -180,7 +182,8 @@ int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, si
 
     d = MHD_start_daemon(flags, (uint16_t)cfg->listen_port, NULL, NULL, access_handler, app,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_connections,
+                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
                          MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
                          MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
@@ -194,7 +197,7 @@ int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, si
     {
         int port = info ? info->port : cfg->listen_port;
         json_t *f = json_pack("{s:s, s:i, s:i}", "host", cfg->listen_host, "port", port,
-                              "threads", cfg->http_threads);
+                              "max_connections", cfg->http_max_connections);
         at_log_json(AT_LOG_INFO, "listening", f);
         json_decref(f);
         if (ready_fd >= 0) {

@@ -502,6 +502,61 @@ static void test_constructors_and_accessors(void **state)
     json_decref(item);
 }
 
+/* at_av_write_json writes the same value at_av_to_json builds, reals in shortest form,
+ * strings escaped. */
+static void test_write_json(void **state)
+{
+    static const char *const docs[] = {
+        "{\"a\":1,\"b\":[true,false,null,\"x\"],\"c\":{\"d\":{\"e\":[]}},\"f\":{}}",
+        "[9007199254740993,-9223372036854775808,9223372036854775807,0.1,1e-07,2.5e+125]",
+        "\"quote \\\" backslash \\\\ newline \\n tab \\t ctl \\u0001 nul \\u0000 end\"",
+        "\"unicode: \\u00e9\\u4e2d\\ud83d\\ude00 and raw UTF-8: é中😀\"",
+        "\"\"",
+        "3.141592653589793",
+        "2.0",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        json_error_t err;
+        json_t *doc = json_loads(docs[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, &err), *av, *back, *again;
+        at_buf b;
+        if (!doc) fail_msg("test doc %zu: %s", i, err.text);
+        av = at_av_from_json(doc);
+        assert_non_null(av);
+        at_buf_init(&b, 1 << 20);
+        assert_int_equal(at_av_write_json(&b, av), 0);
+        again = json_loadb(b.ptr, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+        if (!again) fail_msg("doc %zu wrote unparsable %s: %s", i, at_buf_str(&b), err.text);
+        back = at_av_to_json(av);
+        assert_true(json_equal(again, back));
+        json_decref(doc);
+        json_decref(av);
+        json_decref(back);
+        json_decref(again);
+        at_buf_release(&b);
+    }
+    {
+        json_t *av = json_pack("{s:s}", "N", "0.1000");
+        at_buf b;
+        at_buf_init(&b, 64);
+        assert_int_equal(at_av_write_json(&b, av), 0);
+        assert_string_equal(at_buf_str(&b), "0.1");
+        at_buf_reset(&b);
+        json_decref(av);
+        av = json_pack("{s:s}", "N", "1E+2");
+        assert_int_equal(at_av_write_json(&b, av), 0);
+        assert_string_equal(at_buf_str(&b), "100");
+        at_buf_reset(&b);
+        json_decref(av);
+        av = json_pack("{s:s}", "N", "not a number");
+        assert_int_equal(at_av_write_json(&b, av), AT_EINVAL);
+        json_decref(av);
+        av = json_pack("{s:i}", "S", 5);
+        assert_int_equal(at_av_write_json(&b, av), AT_EINVAL);
+        json_decref(av);
+        at_buf_release(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_reals),
         cmocka_unit_test(test_reals_out_of_range),
+        cmocka_unit_test(test_write_json),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_check_rejects_malformed),
         cmocka_unit_test(test_compare),
