@@ -45,8 +45,7 @@ static json_t *NT(const char *text)
     return at_av_n_text(text);
 }
 
-/* Returns a new item from NULL-terminated pairs (name, new AV). */
-static json_t *item(const char *k, ...)
+json_t *at_conf_item(const char *k, ...)
 {
     json_t *it = json_object();
     va_list ap;
@@ -58,6 +57,7 @@ static json_t *item(const char *k, ...)
 }
 
 /* Writes "<run>-<what>" into out: a partition key of this run. */
+
 static const char *uniq(char *out, size_t n, const char *what)
 {
     snprintf(out, n, "%s-%s", G.run, what);
@@ -201,7 +201,7 @@ static void test_missing_table(void **state)
 {
     char names[AT_TABLE_COUNT][128], pk[96];
     at_store *s = open_fresh("_missing", 0, names);
-    json_t *key = item("target_uuid", S(uniq(pk, sizeof pk, "missing")), "uuid", S("u1"), NULL);
+    json_t *key = at_conf_item("target_uuid", S(uniq(pk, sizeof pk, "missing")), "uuid", S("u1"), NULL);
     json_t *it = NULL;
     at_update u = {.add_attr = "version", .add_value = 1};
     at_query q = {.table = AT_TABLE_NOTES,
@@ -252,7 +252,7 @@ static void test_roundtrip_types(void **state)
     json_object_set_new(it, "nul_inside", json_pack("{s:s#}", "S", "a\0b", (int)3));
     json_object_set_new(it, "n_38", NT("12345678901234567890123456789012345678"));
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), 0);
-    key = item("target_uuid", S(pk), "uuid", S("\xc3\xbc-\xe2\x9c\x93-1"), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("\xc3\xbc-\xe2\x9c\x93-1"), NULL);
     got = get_ok(AT_TABLE_NOTES, key);
     if (!json_equal(got, it)) {
         char *a = json_dumps(got, JSON_SORT_KEYS), *b = json_dumps(it, JSON_SORT_KEYS);
@@ -276,36 +276,36 @@ static void test_wrong_key_types(void **state)
     uniq(pk, sizeof pk, "types-bad");
     uniq(inst, sizeof inst, "types-bad-inst");
     /* created_at is a number key in tasks. */
-    it = item("instance_id", S(inst), "uuid", S("t1"), "created_at", S("2024-01-01"), NULL);
+    it = at_conf_item("instance_id", S(inst), "uuid", S("t1"), "created_at", S("2024-01-01"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_TASKS, it, NULL), AT_EINVAL);
     json_decref(it);
     /* The sort key is missing. */
-    it = item("target_uuid", S(pk), "title", S("x"), NULL);
+    it = at_conf_item("target_uuid", S(pk), "title", S("x"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), AT_EINVAL);
     json_decref(it);
     /* The partition key has the wrong type. */
-    it = item("target_uuid", N(5), "uuid", S("n1"), NULL);
+    it = at_conf_item("target_uuid", N(5), "uuid", S("n1"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), AT_EINVAL);
     json_decref(it);
     /* An LSI key (is_pinned: N) given as S. */
-    it = item("target_uuid", S(pk), "uuid", S("n2"), "is_pinned", S("1"), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("n2"), "is_pinned", S("1"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), AT_EINVAL);
     json_decref(it);
     /* Key attributes cannot be empty strings, on the table or an index. */
-    it = item("target_uuid", S(pk), "uuid", S(""), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S(""), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), AT_EINVAL);
     json_decref(it);
-    it = item("target_uuid", S(pk), "uuid", S("n3"), "owner_uuid", S(""), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("n3"), "owner_uuid", S(""), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, NULL), AT_EINVAL);
     json_decref(it);
     /* Keys of get: missing part, extra attribute, wrong type. */
-    key = item("target_uuid", S(pk), NULL);
+    key = at_conf_item("target_uuid", S(pk), NULL);
     assert_int_equal(at_store_get(G.s, AT_TABLE_NOTES, key, &got), AT_EINVAL);
     json_decref(key);
-    key = item("target_uuid", S(pk), "uuid", S("n1"), "title", S("x"), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("n1"), "title", S("x"), NULL);
     assert_int_equal(at_store_get(G.s, AT_TABLE_NOTES, key, &got), AT_EINVAL);
     json_decref(key);
-    key = item("target_uuid", S(pk), "uuid", N(1), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", N(1), NULL);
     assert_int_equal(at_store_get(G.s, AT_TABLE_NOTES, key, &got), AT_EINVAL);
     json_decref(key);
     /* Nothing was written. */
@@ -331,21 +331,21 @@ static void test_conditional_put(void **state)
     json_t *key, *it, *got;
 
     uniq(pk, sizeof pk, "cond-put");
-    key = item("target_uuid", S(pk), "uuid", S("c1"), NULL);
-    it = item("target_uuid", S(pk), "uuid", S("c1"), "title", S("first"), "version", N(1), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("c1"), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("c1"), "title", S("first"), "version", N(1), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, &c_new), 0);
     json_decref(it);
-    it = item("target_uuid", S(pk), "uuid", S("c1"), "title", S("second"), "version", N(1), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("c1"), "title", S("second"), "version", N(1), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, &c_new), AT_ECOND);
     json_decref(it);
     got = get_ok(AT_TABLE_NOTES, key);
     assert_string_equal(sattr(got, "title"), "first");
     json_decref(got);
 
-    it = item("target_uuid", S(pk), "uuid", S("c1"), "title", S("v2"), "version", N(2), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("c1"), "title", S("v2"), "version", N(2), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, &c_v1), 0);
     json_decref(it);
-    it = item("target_uuid", S(pk), "uuid", S("c1"), "title", S("v3"), "version", N(3), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("c1"), "title", S("v3"), "version", N(3), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, &c_v1), AT_ECOND);
     json_decref(it);
     got = get_ok(AT_TABLE_NOTES, key);
@@ -354,8 +354,8 @@ static void test_conditional_put(void **state)
 
     /* <> is true on an absent attribute (and on an absent item). */
     json_decref(key);
-    key = item("target_uuid", S(pk), "uuid", S("c2"), NULL);
-    it = item("target_uuid", S(pk), "uuid", S("c2"), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("c2"), NULL);
+    it = at_conf_item("target_uuid", S(pk), "uuid", S("c2"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_NOTES, it, &c_ne5), 0);
     json_decref(it);
     got = get_ok(AT_TABLE_NOTES, key);
@@ -376,9 +376,9 @@ static void test_update(void **state)
     at_update u = {0};
 
     uniq(pk, sizeof pk, "update");
-    key = item("target_uuid", S(pk), "uuid", S("u1"), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("u1"), NULL);
     /* Upsert: an absent item is created from the key and the update. */
-    set = item("title", S("a"), "extra", S("x"), NULL);
+    set = at_conf_item("title", S("a"), "extra", S("x"), NULL);
     u = (at_update){.set = set, .add_attr = "version", .add_value = 1};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, &got), 0);
     assert_non_null(got);
@@ -390,7 +390,7 @@ static void test_update(void **state)
     json_decref(set);
 
     /* SET, REMOVE and ADD together; the whole new item comes back. */
-    set = item("title", S("b"), NULL);
+    set = at_conf_item("title", S("b"), NULL);
     u = (at_update){.set = set, .remove = rm, .add_attr = "version", .add_value = 1};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, &got), 0);
     assert_string_equal(sattr(got, "title"), "b");
@@ -413,17 +413,17 @@ static void test_update(void **state)
     /* ADD to a string, SET of a key attribute, a wrong index key type: refused. */
     u = (at_update){.add_attr = "title", .add_value = 1};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, NULL), AT_EINVAL);
-    set = item("uuid", S("other"), NULL);
+    set = at_conf_item("uuid", S("other"), NULL);
     u = (at_update){.set = set};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, NULL), AT_EINVAL);
     json_decref(set);
-    set = item("is_pinned", S("yes"), NULL);
+    set = at_conf_item("is_pinned", S("yes"), NULL);
     u = (at_update){.set = set};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, NULL), AT_EINVAL);
     json_decref(set);
 
     /* A false condition changes nothing. */
-    set = item("title", S("c"), NULL);
+    set = at_conf_item("title", S("c"), NULL);
     u = (at_update){.set = set};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, &c_v99, &got), AT_ECOND);
     assert_null(got);
@@ -436,7 +436,7 @@ static void test_update(void **state)
 
     /* attribute_exists on an absent item: no upsert. */
     json_decref(key);
-    key = item("target_uuid", S(pk), "uuid", S("u-absent"), NULL);
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("u-absent"), NULL);
     u = (at_update){.add_attr = "version", .add_value = 1};
     assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, &c_exists, NULL), AT_ECOND);
     assert_absent(AT_TABLE_NOTES, key);
@@ -453,8 +453,8 @@ static void test_conditional_delete(void **state)
     at_cond c_v1 = {&v1, 1}, c_v2 = {&v2, 1}, c_exists = {&exists, 1};
 
     uniq(pk, sizeof pk, "delete");
-    put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S("d1"), "version", N(1), NULL));
-    key = item("target_uuid", S(pk), "uuid", S("d1"), NULL);
+    put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S("d1"), "version", N(1), NULL));
+    key = at_conf_item("target_uuid", S(pk), "uuid", S("d1"), NULL);
     assert_int_equal(at_store_delete(G.s, AT_TABLE_NOTES, key, &c_v2), AT_ECOND);
     got = get_ok(AT_TABLE_NOTES, key);
     json_decref(got);
@@ -475,7 +475,7 @@ static void put_notes(const char *pk, const char *uuids)
 {
     char *list = strdup(uuids), *save = NULL;
     for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save))
-        put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S(u), NULL));
+        put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S(u), NULL));
     free(list);
 }
 
@@ -550,7 +550,7 @@ static void test_query_number_keys(void **state)
     for (size_t i = 0; i < sizeof created / sizeof created[0]; i++) {
         char u[16];
         snprintf(u, sizeof u, "t%zu", i);
-        put_ok(AT_TABLE_TASKS, item("instance_id", S(inst), "uuid", S(u), "target_uuid", S(target),
+        put_ok(AT_TABLE_TASKS, at_conf_item("instance_id", S(inst), "uuid", S(u), "target_uuid", S(target),
                                     "created_at", NT(created[i]), "updated_at", N(7), NULL));
     }
     p = S(inst);
@@ -592,11 +592,11 @@ static void test_sparse_index(void **state)
     json_t *p;
 
     uniq(pk, sizeof pk, "sparse");
-    put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S("a"), "is_pinned", N(1), NULL));
-    put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S("b"), NULL));
-    put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S("c"), "is_pinned", N(0),
+    put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S("a"), "is_pinned", N(1), NULL));
+    put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S("b"), NULL));
+    put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S("c"), "is_pinned", N(0),
                                 "updated_at", S("2024-01-01 00:00:00.000000"), NULL));
-    put_ok(AT_TABLE_NOTES, item("target_uuid", S(pk), "uuid", S("d"), "title", S("x"), NULL));
+    put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S("d"), "title", S("x"), NULL));
     p = S(pk);
     expect(q_run(AT_TABLE_NOTES, "target_uuid-is_pinned-index", p, NULL, 0, NULL, NULL, 1, 10),
            "uuid", "c,a");
@@ -605,7 +605,7 @@ static void test_sparse_index(void **state)
     expect(q_run(AT_TABLE_NOTES, NULL, p, NULL, 0, NULL, NULL, 1, 10), "uuid", "a,b,c,d");
     /* Removing the index key takes the item out of the index. */
     {
-        json_t *key = item("target_uuid", S(pk), "uuid", S("a"), NULL);
+        json_t *key = at_conf_item("target_uuid", S(pk), "uuid", S("a"), NULL);
         const char *rm[] = {"is_pinned", NULL};
         at_update u = {.remove = rm};
         assert_int_equal(at_store_update(G.s, AT_TABLE_NOTES, key, &u, NULL, NULL), 0);
@@ -624,7 +624,7 @@ static void put_owned(const char *owner, const char *target, int n, int nvals)
         char u[32], ts[40];
         snprintf(u, sizeof u, "n%03d", (i * 7) % n);
         snprintf(ts, sizeof ts, "2024-01-0%d 10:00:00.000000", 1 + (i % nvals));
-        json_array_append_new(items, item("target_uuid", S(target), "uuid", S(u), "owner_uuid",
+        json_array_append_new(items, at_conf_item("target_uuid", S(target), "uuid", S(u), "owner_uuid",
                                           S(owner), "created_at", S(ts), NULL));
     }
     assert_int_equal(at_store_batch_put(G.s, AT_TABLE_NOTES, items), 0);
@@ -759,7 +759,7 @@ static void test_filter_live(void **state)
         json_t *it;
         snprintf(u, sizeof u, "f%02d", i);
         it =
-            item("target_uuid", S(pk), "uuid", S(u), "color", S(i % 3 == 0 ? "red" : "blue"), NULL);
+            at_conf_item("target_uuid", S(pk), "uuid", S(u), "color", S(i % 3 == 0 ? "red" : "blue"), NULL);
         if (i % 2) json_object_set_new(it, "deleted_at", S("2024-01-01 00:00:00"));
         put_ok(AT_TABLE_NOTES, it);
     }
@@ -789,7 +789,7 @@ static void test_include_projection(void **state)
 
     uniq(inst, sizeof inst, "include");
     put_ok(AT_TABLE_TASKS,
-           item("instance_id", S(inst), "uuid", S("p1"), "created_at", N(100), "title", S("Call"),
+           at_conf_item("instance_id", S(inst), "uuid", S("p1"), "created_at", N(100), "title", S("Call"),
                 "status", S("open"), "description", S("long text"), "data", S("payload"), NULL));
     q.pk = p = S(inst);
     all = query_all(G.s, q, 10);
@@ -824,13 +824,13 @@ static void test_ttl(void **state)
     uniq(new_k, sizeof new_k, "ttl-new");
     uniq(none_k, sizeof none_k, "ttl-none");
     put_ok(AT_TABLE_TASKS_COUNTERS,
-           item("counter_seq_key", S(old_k), "count", N(3), "ExpirationTime", N(now - 3600), NULL));
+           at_conf_item("counter_seq_key", S(old_k), "count", N(3), "ExpirationTime", N(now - 3600), NULL));
     put_ok(AT_TABLE_TASKS_COUNTERS,
-           item("counter_seq_key", S(new_k), "count", N(4), "ExpirationTime", N(now + 3600), NULL));
-    put_ok(AT_TABLE_TASKS_COUNTERS, item("counter_seq_key", S(none_k), "count", N(5), NULL));
-    ko = item("counter_seq_key", S(old_k), NULL);
-    kn = item("counter_seq_key", S(new_k), NULL);
-    kx = item("counter_seq_key", S(none_k), NULL);
+           at_conf_item("counter_seq_key", S(new_k), "count", N(4), "ExpirationTime", N(now + 3600), NULL));
+    put_ok(AT_TABLE_TASKS_COUNTERS, at_conf_item("counter_seq_key", S(none_k), "count", N(5), NULL));
+    ko = at_conf_item("counter_seq_key", S(old_k), NULL);
+    kn = at_conf_item("counter_seq_key", S(new_k), NULL);
+    kx = at_conf_item("counter_seq_key", S(none_k), NULL);
     assert_absent(AT_TABLE_TASKS_COUNTERS, ko);
     got = get_ok(AT_TABLE_TASKS_COUNTERS, kn);
     json_decref(got);
@@ -885,7 +885,7 @@ static void test_counter_concurrency(void **state)
     int64_t v = 0;
 
     uniq(pk, sizeof pk, "counter");
-    key = item("counter_seq_key", S(pk), NULL);
+    key = at_conf_item("counter_seq_key", S(pk), NULL);
     for (int i = 0; i < THREADS; i++) {
         args[i] = (counter_arg){key, EACH, 0};
         assert_int_equal(pthread_create(&th[i], NULL, counter_thread, &args[i]), 0);
@@ -979,10 +979,10 @@ static void test_stream(void **state)
 
     if (start < 0) skip();
     uniq(inst, sizeof inst, "stream");
-    key = item("instance_id", S(inst), "uuid", S("s1"), NULL);
-    v1 = item("instance_id", S(inst), "uuid", S("s1"), "created_at", N(1), "title", S("a"), NULL);
+    key = at_conf_item("instance_id", S(inst), "uuid", S("s1"), NULL);
+    v1 = at_conf_item("instance_id", S(inst), "uuid", S("s1"), "created_at", N(1), "title", S("a"), NULL);
     assert_int_equal(at_store_put(G.s, AT_TABLE_TASKS, v1, NULL), 0);
-    set = item("title", S("b"), NULL);
+    set = at_conf_item("title", S("b"), NULL);
     u.set = set;
     assert_int_equal(at_store_update(G.s, AT_TABLE_TASKS, key, &u, NULL, &v2), 0);
     assert_int_equal(at_store_delete(G.s, AT_TABLE_TASKS, key, NULL), 0);
@@ -1035,7 +1035,7 @@ static void test_scan_batch(void **state)
     for (int i = 0; i < 60; i++) {
         char k[32];
         snprintf(k, sizeof k, "k%03d", i);
-        json_array_append_new(items, item("counter_seq_key", S(k), "seq", N(i), NULL));
+        json_array_append_new(items, at_conf_item("counter_seq_key", S(k), "seq", N(i), NULL));
     }
     assert_int_equal(at_store_batch_put(s, AT_TABLE_COUNTERS, items), 0);
     json_decref(items);
@@ -1060,7 +1060,7 @@ static void test_scan_batch(void **state)
     for (int i = 0; i < 5; i++) {
         char k[32];
         snprintf(k, sizeof k, "c%d", i);
-        json_array_append_new(items, item("counter_seq_key", S(k), "ExpirationTime",
+        json_array_append_new(items, at_conf_item("counter_seq_key", S(k), "ExpirationTime",
                                           N(i < 2 ? now - 100 : now + 3600), NULL));
     }
     assert_int_equal(at_store_batch_put(s, AT_TABLE_TASKS_COUNTERS, items), 0);
@@ -1074,7 +1074,7 @@ static void test_scan_batch(void **state)
     }
     /* A batch with an invalid item is refused. */
     items = json_array();
-    json_array_append_new(items, item("counter_seq_key", N(1), NULL));
+    json_array_append_new(items, at_conf_item("counter_seq_key", N(1), NULL));
     assert_int_equal(at_store_batch_put(s, AT_TABLE_COUNTERS, items), AT_EINVAL);
     json_decref(items);
     at_store_free(s);

@@ -15,6 +15,10 @@
 typedef int (*at_conf_open)(void *ctx, const char *const names[AT_TABLE_COUNT],
                             at_store **out /* OUT */);
 
+/* Returns a new item from NULL-terminated pairs (attribute name, new AV reference,
+ * which the item takes): at_conf_item("pk", at_av_s("a"), "n", at_av_n_int(1), NULL). */
+json_t *at_conf_item(const char *k, ...);
+
 /* Runs the whole suite as a cmocka group called suite_name. Returns the number of
  * failed tests (0: the backend conforms). Tests of the change stream are skipped when
  * the backend's stream_read answers AT_EINVAL (a stream read elsewhere, as dynamodb's). */

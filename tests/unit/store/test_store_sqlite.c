@@ -53,16 +53,6 @@ static at_store *open_db(const char *name, char *path, size_t n)
     return s;
 }
 
-static json_t *item(const char *k, ...)
-{
-    json_t *it = json_object();
-    va_list ap;
-    va_start(ap, k);
-    for (; k; k = va_arg(ap, const char *))
-        json_object_set_new(it, k, va_arg(ap, json_t *));
-    va_end(ap);
-    return it;
-}
 
 static void put_ok(at_store *s, at_table_id t, json_t *it)
 {
@@ -115,10 +105,10 @@ static void test_explain_plans(void **state)
     char path[512];
     at_store *s = open_db("plans", path, sizeof path);
     json_t *pk = at_av_s("p"), *v1 = at_av_s("2024"), *v2 = at_av_s("2025"), *n1 = at_av_n_int(1);
-    json_t *start = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "owner_uuid",
+    json_t *start = at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "owner_uuid",
                          at_av_s("p"), "created_at", at_av_s("2024-06"), NULL);
     json_t *tstart =
-        item("instance_id", at_av_s("p"), "uuid", at_av_s("u"), "created_at", at_av_n_int(5), NULL);
+        at_conf_item("instance_id", at_av_s("p"), "uuid", at_av_s("u"), "created_at", at_av_n_int(5), NULL);
     at_query q = {.table = AT_TABLE_NOTES, .pk = pk, .forward = 1, .limit = 10};
 
     assert_index_search(s, &q, "sqlite_autoindex");
@@ -175,8 +165,8 @@ static void test_stream_same_transaction(void **state)
     char path[512];
     at_store *s = open_db("stream_tx", path, sizeof path);
     json_t *it =
-        item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), "created_at", at_av_n_int(1), NULL);
-    json_t *key = item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL), *got = NULL;
+        at_conf_item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), "created_at", at_av_n_int(1), NULL);
+    json_t *key = at_conf_item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL), *got = NULL;
 
     free(raw_sql(path, "DROP TABLE \"" SQ_STREAM_TABLE "\""));
     assert_int_equal(at_store_put(s, AT_TABLE_TASKS, it, NULL), AT_ENOTABLE);
@@ -188,7 +178,7 @@ static void test_stream_same_transaction(void **state)
     assert_int_equal(at_store_put(s, AT_TABLE_TASKS, it, NULL), 0);
     assert_int_equal(stream_count(s), 1);
     /* Tables without a stream record nothing. */
-    put_ok(s, AT_TABLE_NOTES, item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL));
+    put_ok(s, AT_TABLE_NOTES, at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL));
     assert_int_equal(stream_count(s), 1);
     json_decref(it);
     json_decref(key);
@@ -199,10 +189,10 @@ static void test_reopen(void **state)
 {
     char path[512], err[256];
     at_store *s = open_db("reopen", path, sizeof path);
-    json_t *key = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
+    json_t *key = at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
 
     put_ok(s, AT_TABLE_NOTES,
-           item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "title", at_av_s("kept"), NULL));
+           at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "title", at_av_s("kept"), NULL));
     at_store_free(s);
     s = NULL;
     assert_int_equal(at_store_open_sqlite(path, NULL, &s, err, sizeof err), 0);
@@ -254,7 +244,7 @@ static void test_tie_order(void **state)
 
     for (int i = 0; i < 4; i++)
         put_ok(s, AT_TABLE_NOTES,
-               item("target_uuid", at_av_s(targets[i]), "uuid", at_av_s(uuids[i]), "owner_uuid",
+               at_conf_item("target_uuid", at_av_s(targets[i]), "uuid", at_av_s(uuids[i]), "owner_uuid",
                     at_av_s("o"), "created_at", at_av_s("same"), NULL));
     assert_int_equal(at_store_query(s, &q, &p), 0);
     assert_int_equal(json_array_size(p.items), 4);
@@ -275,7 +265,7 @@ static void test_scan_order(void **state)
     at_page p = {0};
     static const char *const keys[] = {"b", "a", "\xc3\xa9", "B", "aa"};
     for (int i = 0; i < 5; i++)
-        put_ok(s, AT_TABLE_COUNTERS, item("counter_seq_key", at_av_s(keys[i]), NULL));
+        put_ok(s, AT_TABLE_COUNTERS, at_conf_item("counter_seq_key", at_av_s(keys[i]), NULL));
     assert_int_equal(at_store_scan(s, AT_TABLE_COUNTERS, NULL, 10, &p), 0);
     assert_int_equal(json_array_size(p.items), 5);
     /* UTF-8 byte order: "B" < "a" < "aa" < "b" < "é". */
@@ -300,7 +290,7 @@ static void test_sweep(void **state)
     for (int i = 0; i < 1203; i++) {
         char k[32];
         snprintf(k, sizeof k, "k%d", i);
-        json_array_append_new(items, item("cache_key", at_av_s(k), "ExpirationTime",
+        json_array_append_new(items, at_conf_item("cache_key", at_av_s(k), "ExpirationTime",
                                           at_av_n_int(i % 3 ? now - 10 : now + 1000), NULL));
     }
     assert_int_equal(at_store_batch_put(s, AT_TABLE_REPORTS_CACHE, items), 0);
@@ -311,16 +301,16 @@ static void test_sweep(void **state)
     assert_int_equal(removed, 0);
     /* Writing over an expired item starts from nothing (it is never served). */
     put_ok(s, AT_TABLE_TASKS_COUNTERS,
-           item("counter_seq_key", at_av_s("c"), "count", at_av_n_int(40), "ExpirationTime",
+           at_conf_item("counter_seq_key", at_av_s("c"), "count", at_av_n_int(40), "ExpirationTime",
                 at_av_n_int(now - 5), NULL));
-    key = item("counter_seq_key", at_av_s("c"), NULL);
+    key = at_conf_item("counter_seq_key", at_av_s("c"), NULL);
     assert_int_equal(at_store_update(s, AT_TABLE_TASKS_COUNTERS, key, &u, NULL, &got), 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(got, "count"), "N")),
                         "1");
     json_decref(got);
     json_decref(key);
     /* Stream records older than a day go. */
-    put_ok(s, AT_TABLE_TASKS, item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL));
+    put_ok(s, AT_TABLE_TASKS, at_conf_item("instance_id", at_av_s("i"), "uuid", at_av_s("u"), NULL));
     assert_int_equal(stream_count(s), 1);
     assert_int_equal(at_store_sweep_expired(s, now + 2 * SQ_STREAM_RETENTION, &removed), 0);
     assert_int_equal(stream_count(s), 0);
@@ -344,7 +334,7 @@ static void test_migration(void **state)
 
     put_ok(
         s, AT_TABLE_NOTES,
-        item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "is_pinned", at_av_n_int(1), NULL));
+        at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), "is_pinned", at_av_n_int(1), NULL));
     at_store_free(s);
     free(raw_sql(path, "DROP INDEX \"em_actions_notes_staging/target_uuid-is_pinned-index\""));
     free(raw_sql(path, "ALTER TABLE em_actions_notes_staging DROP COLUMN is_pinned"));
@@ -378,7 +368,7 @@ static void *rw_thread(void *p)
             char u[32];
             json_t *it;
             snprintf(u, sizeof u, "u%04d", i);
-            it = item("target_uuid", at_av_s("t"), "uuid", at_av_s(u), "owner_uuid", at_av_s("o"),
+            it = at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s(u), "owner_uuid", at_av_s("o"),
                       "created_at", at_av_s(u), NULL);
             a->rc = at_store_put(a->s, AT_TABLE_NOTES, it, NULL);
             json_decref(it);
@@ -418,7 +408,7 @@ static void test_busy(void **state)
     char path[512];
     at_store *s = open_db("busy", path, sizeof path);
     sqlite3 *other = NULL;
-    json_t *it = item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
+    json_t *it = at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("u"), NULL), *got = NULL;
     int64_t t0;
 
     put_ok(s, AT_TABLE_NOTES, json_incref(it));
@@ -491,7 +481,7 @@ static void bench_fill(at_store *s, long from, long to)
         snprintf(u, sizeof u, "%08lx-0000-4000-8000-%012lx", i * 2654435761u % 0xffffffffu, i);
         snprintf(ts, sizeof ts, "2024-01-01 00:00:%02ld.%06ld", (i / 1000000) % 60, i % 1000000);
         json_array_append_new(items,
-                              item("target_uuid", at_av_s(t), "uuid", at_av_s(u), "owner_uuid",
+                              at_conf_item("target_uuid", at_av_s(t), "uuid", at_av_s(u), "owner_uuid",
                                    at_av_s(i % 10 ? "owner-many" : "owner-few"), "created_at",
                                    at_av_s(ts), "title", at_av_s("a note of some length"), NULL));
         if (json_array_size(items) == 10000 || i + 1 == to) {
@@ -550,7 +540,7 @@ static double bench_middle(at_store *s, long rows)
     int64_t t0;
     snprintf(ts, sizeof ts, "2024-01-01 00:00:%02ld.%06ld", (rows / 2 / 1000000) % 60,
              (rows / 2) % 1000000);
-    start = item("target_uuid", at_av_s("target-0"), "uuid", at_av_s("0"), "owner_uuid",
+    start = at_conf_item("target_uuid", at_av_s("target-0"), "uuid", at_av_s("0"), "owner_uuid",
                  at_av_s("owner-many"), "created_at", at_av_s(ts), NULL);
     q.start_key = start;
     t0 = at_monotonic_us();
