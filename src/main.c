@@ -162,7 +162,7 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "actionstools: %s\n", err);
         goto out;
     }
-    rc = at_server_run(app, &cfg, -1, err, sizeof err);
+    rc = at_server_run(app, &cfg, err, sizeof err);
     if (rc) fprintf(stderr, "actionstools: %s\n", err);
 out:
     if (sweeping) {

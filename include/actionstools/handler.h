@@ -69,10 +69,6 @@ void at_reply_validation(at_ctx *c, json_t *errors);
  * (b is left empty). */
 void at_reply_json_buf(at_ctx *c, int status, at_buf *b);
 
-/* Answers status with a body that is not JSON (CSV, HTML): the len bytes at body are
- * copied; content_type is sent as Content-Type. */
-void at_reply_raw(at_ctx *c, int status, const char *content_type, const char *body, size_t len);
-
 /* Answers with no body (204 and the like). */
 void at_reply_empty(at_ctx *c, int status);
 

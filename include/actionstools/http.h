@@ -77,9 +77,9 @@ void at_response_release(at_response *resp);
 const char *at_request_header(const at_request *req, const char *name);
 
 /* Runs the HTTP server on cfg->listen_host:listen_port until SIGINT or SIGTERM, with a
- * thread per connection, at most cfg->http_max_connections at once. When ready it logs the address; when ready_fd >= 0 it also
- * writes the bound port as text and a newline to that descriptor. Returns 0 after a
+ * thread per connection, at most cfg->http_max_connections at once. When ready it logs
+ * "listening" with the bound port (LISTEN may ask for port 0). Returns 0 after a
  * clean shutdown, or an AT_* code with a message in err. */
-int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, size_t errlen);
+int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen);
 
 #endif

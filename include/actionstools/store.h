@@ -10,7 +10,7 @@
  *   AT_EINVAL     bad arguments (wrong key type, missing key attribute...)
  *
  * The API layer (src/api) reaches storage only through these wrappers; it never sees
- * SQL or HTTP. The wrappers count calls per operation (at_store_stats). */
+ * SQL or HTTP. The wrappers check arguments before a backend sees them. */
 #ifndef AT_STORE_H
 #define AT_STORE_H
 
@@ -121,16 +121,10 @@ typedef struct at_store_ops {
     void (*destroy)(at_store *s);
 } at_store_ops;
 
-/* Call counts per operation, for tests and /health. */
-typedef struct at_store_stats {
-    uint64_t get, put, update, del, query, scan, batch_put;
-} at_store_stats;
-
 /* The common head of every backend's store object. Backends embed it first. */
 struct at_store {
     const at_store_ops *ops;
     const char *names[AT_TABLE_COUNT]; /* physical table names, owned by the store */
-    at_store_stats stats;              /* updated atomically by the wrappers */
 };
 
 /* Fills s->names from the physical names given (copied). Used by backends' openers.

@@ -78,18 +78,6 @@ void at_reply_json_buf(at_ctx *c, int status, at_buf *b)
     at_set_header(c, "Content-Type", "application/json");
 }
 
-void at_reply_raw(at_ctx *c, int status, const char *content_type, const char *body, size_t len)
-{
-    char *copy = malloc(len ? len : 1);
-    if (!copy) {
-        at_reply_error(c, 500, "out of memory");
-        return;
-    }
-    memcpy(copy, body, len);
-    set_body(c, status, copy, len);
-    at_set_header(c, "Content-Type", content_type);
-}
-
 void at_reply_error(at_ctx *c, int status, const char *fmt, ...)
 {
     char msg[1024];

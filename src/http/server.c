@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "actionstools/http.h"
 #include "actionstools/buf.h"
@@ -155,7 +154,7 @@ static int resolve(const at_config *cfg, struct sockaddr_storage *ss, socklen_t 
     return 0;
 }
 
-int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, size_t errlen)
+int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -200,11 +199,6 @@ int at_server_run(at_app *app, const at_config *cfg, int ready_fd, char *err, si
                               "max_connections", cfg->http_max_connections);
         at_log_json(AT_LOG_INFO, "listening", f);
         json_decref(f);
-        if (ready_fd >= 0) {
-            char line[16];
-            int n = snprintf(line, sizeof line, "%d\n", port);
-            if (write(ready_fd, line, (size_t)n) < 0) at_log(AT_LOG_WARN, "cannot write the ready port");
-        }
     }
     while (sigwait(&set, &sig) == 0) {
         if (sig == SIGINT || sig == SIGTERM) break;

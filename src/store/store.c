@@ -1,5 +1,5 @@
-/* Thin wrappers over a backend's method table: argument checks, call counting, and
- * the condition evaluator both backends share. */
+/* Thin wrappers over a backend's method table (argument checks) and the condition
+ * evaluator both backends share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,8 +7,6 @@
 #include "actionstools/av.h"
 #include "actionstools/err.h"
 #include "actionstools/banned.h"
-
-#define COUNT_CALL(s, field) __atomic_add_fetch(&(s)->stats.field, 1, __ATOMIC_RELAXED)
 
 void at_page_release(at_page *p)
 {
@@ -69,14 +67,12 @@ int at_store_get(at_store *s, at_table_id t, const json_t *key, json_t **item)
 {
     *item = NULL;
     if (!valid_table(t) || !json_is_object(key)) return AT_EINVAL;
-    COUNT_CALL(s, get);
     return s->ops->get(s, t, key, item);
 }
 
 int at_store_put(at_store *s, at_table_id t, const json_t *item, const at_cond *cond)
 {
     if (!valid_table(t) || !json_is_object(item)) return AT_EINVAL;
-    COUNT_CALL(s, put);
     return s->ops->put(s, t, item, cond);
 }
 
@@ -86,14 +82,12 @@ int at_store_update(at_store *s, at_table_id t, const json_t *key, const at_upda
     if (new_item) *new_item = NULL;
     if (!valid_table(t) || !json_is_object(key) || !u) return AT_EINVAL;
     if (u->set && !json_is_object(u->set)) return AT_EINVAL;
-    COUNT_CALL(s, update);
     return s->ops->update(s, t, key, u, cond, new_item);
 }
 
 int at_store_delete(at_store *s, at_table_id t, const json_t *key, const at_cond *cond)
 {
     if (!valid_table(t) || !json_is_object(key)) return AT_EINVAL;
-    COUNT_CALL(s, del);
     return s->ops->del(s, t, key, cond);
 }
 
@@ -103,7 +97,6 @@ int at_store_query(at_store *s, const at_query *q, at_page *out)
     out->last_key = NULL;
     if (!q || !valid_table(q->table) || !q->pk || q->limit < 1) return AT_EINVAL;
     if (q->index && !at_schema_index(at_schema_table(q->table), q->index)) return AT_EINVAL;
-    COUNT_CALL(s, query);
     return s->ops->query(s, q, out);
 }
 
@@ -112,14 +105,12 @@ int at_store_scan(at_store *s, at_table_id t, const json_t *start_key, size_t li
     out->items = NULL;
     out->last_key = NULL;
     if (!valid_table(t) || limit < 1) return AT_EINVAL;
-    COUNT_CALL(s, scan);
     return s->ops->scan(s, t, start_key, limit, out);
 }
 
 int at_store_batch_put(at_store *s, at_table_id t, const json_t *items)
 {
     if (!valid_table(t) || !json_is_array(items)) return AT_EINVAL;
-    COUNT_CALL(s, batch_put);
     return s->ops->batch_put(s, t, items);
 }
 
