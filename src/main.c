@@ -11,7 +11,7 @@
 
 #include "actionstools/config.h"
 #include "actionstools/err.h"
-#include "actionstools/http.h"
+#include "actionstools/server.h"
 #include "actionstools/jwt.h"
 #include "actionstools/log.h"
 #include "actionstools/store.h"
@@ -162,7 +162,10 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "actionstools: %s\n", err);
         goto out;
     }
-    rc = at_server_run(app, &cfg, err, sizeof err);
+    {
+        at_server_options so = {cfg.listen_host, cfg.listen_port, cfg.http_max_connections};
+        rc = at_server_run(app, &so, err, sizeof err);
+    }
     if (rc) fprintf(stderr, "actionstools: %s\n", err);
 out:
     if (sweeping) {

@@ -9,6 +9,7 @@
 #include "actionstools/buf.h"
 #include "actionstools/cursor.h"
 #include "actionstools/http.h"
+#include "actionstools/store.h"
 
 #define AT_MAX_PARAMS 4
 
@@ -33,8 +34,15 @@ typedef struct at_route {
 /* The route table, ended by a row with method NULL. */
 extern const at_route at_routes[];
 
+/* The settings a handler may read: never a secret (the configuration as a whole stays
+ * with the pipeline). */
+typedef struct at_api_settings {
+    const char *base_prefix;   /* BASE_PREFIX, "" for none: the start of Location URLs */
+    long counters_ttl_seconds; /* COUNTERS_TTL_SECONDS */
+} at_api_settings;
+
 struct at_ctx {
-    const at_config *cfg;
+    const at_api_settings *settings;
     at_store *store;
     const at_cursor_key *cursor_key;
     const at_request *req;

@@ -8,8 +8,6 @@
 #include <stdint.h>
 
 #include "actionstools/arena.h"
-#include "actionstools/config.h"
-#include "actionstools/store.h"
 
 /* Bodies over this many bytes get 413 (DynamoDB's 400 KB item limit). */
 #define AT_MAX_BODY 409600
@@ -53,33 +51,10 @@ typedef struct at_response {
     const char *request_id;
 } at_response;
 
-typedef struct at_app at_app;
-
-/* Creates the request pipeline over an open store: routes, token verifier, cursor key,
- * CORS rules. cfg and store are borrowed and must outlive the app. Returns 0, or an
- * AT_* code with a message for the operator in err. */
-int at_app_new(const at_config *cfg, at_store *store, at_app **out /* OUT */, char *err,
-               size_t errlen);
-
-/* Frees the app (not the store or config). Accepts NULL. */
-void at_app_free(at_app *app);
-
-/* Handles one request from start to end: request id, CORS, routing (404/405), identity
- * (401), body checks (413/415), the route's handler, response headers, and the JSON log
- * line. resp is filled in (caller's memory, zeroed); release it with at_response_release.
- * Never fails: every problem becomes an HTTP status. */
-void at_app_handle(at_app *app, const at_request *req, at_response *resp /* OUT */);
-
 /* Frees what a response owns (its body). */
 void at_response_release(at_response *resp);
 
 /* Returns the value of header name (case-insensitive) in req, or NULL. */
 const char *at_request_header(const at_request *req, const char *name);
-
-/* Runs the HTTP server on cfg->listen_host:listen_port until SIGINT or SIGTERM, with a
- * thread per connection, at most cfg->http_max_connections at once. When ready it logs
- * "listening" with the bound port (LISTEN may ask for port 0). Returns 0 after a
- * clean shutdown, or an AT_* code with a message in err. */
-int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen);
 
 #endif

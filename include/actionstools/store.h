@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "actionstools/aws.h"
 #include "actionstools/schema.h"
 
 /* ---- conditions and filters ---------------------------------------------------- */
@@ -85,16 +86,25 @@ typedef struct at_query {
                                 for this table/index), or NULL to start at the beginning */
     at_cond filter;        /* applied after the key condition, before counting to limit */
     unsigned flags;        /* AT_Q_* */
+    size_t max_read_bytes; /* work bound of one page: stop once about this many bytes of
+                              stored items were read, matching or not (0: AT_QUERY_MAX_READ) */
 } at_query;
+
+/* The default work bound of one query page: 1 MB of stored items read, as one DynamoDB
+ * Query page. A page that stops there holds fewer than limit items (maybe none) and a
+ * last_key to go on from, so no query is unbounded work (SPEC §4 "Lists"). */
+#define AT_QUERY_MAX_READ (1024u * 1024u)
 
 /* The result of a query or scan. */
 typedef struct at_page {
     json_t *items;    /* array of items (AV maps), owned; never NULL after success.
                          For an INCLUDE-projection index, items hold only the keys and
                          the included attributes. */
-    json_t *last_key; /* when limit items were returned: the key of the last one (table
-                         keys plus index keys), to pass as start_key for what follows;
-                         NULL when the query reached its end. Owned. */
+    json_t *last_key; /* when limit items were returned, the key of the last one (table
+                         keys plus index keys); when the work bound stopped the page
+                         early, the key of the last item read (which may be filtered out
+                         of items). Pass it as start_key for what follows. NULL when the
+                         query reached its end. Owned. */
 } at_page;
 
 /* Frees the contents of a page; the page may then be reused. Accepts a zeroed page. */
@@ -148,21 +158,9 @@ const char *at_store_backend(const at_store *s);
 int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUNT],
                          at_store **out /* OUT */, char *err, size_t errlen);
 
-/* Connection settings of the dynamodb backend. Strings are copied by the opener. */
-typedef struct at_ddb_options {
-    const char *endpoint;   /* "http://127.0.0.1:8000" or NULL for the regional one */
-    const char *region;     /* e.g. "us-east-1" */
-    const char *access_key; /* AWS_ACCESS_KEY_ID */
-    const char *secret_key; /* AWS_SECRET_ACCESS_KEY */
-    const char *session_token; /* AWS_SESSION_TOKEN or NULL */
-    long connect_timeout_ms;   /* 0: default */
-    long request_timeout_ms;   /* 0: default */
-    int max_retries;           /* < 0: default */
-} at_ddb_options;
-
 /* Opens the dynamodb backend (no request is made until the first operation).
  * Returns 0 or an AT_* code with a message in err. */
-int at_store_open_dynamodb(const at_ddb_options *o, const char *const names[AT_TABLE_COUNT],
+int at_store_open_dynamodb(const at_aws_options *o, const char *const names[AT_TABLE_COUNT],
                            at_store **out /* OUT */, char *err, size_t errlen);
 
 /* Closes the store and frees everything it holds. Accepts NULL. */

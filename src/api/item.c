@@ -6,12 +6,9 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "actionstools/view.h"
 #include "actionstools/err.h"
 #include "actionstools/banned.h"
-
-/* Attributes stored as 0/1 numbers (a DynamoDB key cannot be a boolean) and shown as
- * JSON booleans. */
-static const char *const flag_attrs[] = {"is_pinned", "is_read", "is_hidden", NULL};
 
 const char *const at_api_service_fields[] = {
     "owner_uuid", "owner_name", "created_by", "instance_id", "item_number", "created_at",
@@ -30,6 +27,7 @@ static const char *const leading_attrs[] = {
     "uuid", "target_uuid", "instance_id", "config_key", "event_id", "item_number", "owner_uuid",
     "owner_name", "created_by", NULL,
 };
+static const char *const hidden_attrs[] = {"deleted_at", NULL};
 
 /* The flags a table's items always answer. */
 static const char *const *table_flags(at_table_id t)
@@ -41,58 +39,10 @@ static const char *const *table_flags(at_table_id t)
     return NULL;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Writes "name":value of the item's attribute name, with a comma first unless it is
- * the first member. */
-static int write_member(at_buf *b, int *first, const json_t *item, const char *name)
-{
-    size_t mark = b->len;
-    int64_t flag;
-    int rc = *first ? 0 : at_buf_addc(b, ',');
-    if (!rc) rc = at_json_write_string(b, name, strlen(name));
-    if (!rc) rc = at_buf_addc(b, ':');
-    if (!rc && in_list(flag_attrs, name) && at_item_n_int(item, name, &flag))
-        rc = at_buf_adds(b, flag ? "true" : "false");
-    else if (!rc)
-        rc = at_av_write_json(b, json_object_get(item, name));
-    if (rc == AT_EINVAL) { /* a malformed attribute is left out rather than failing the read */
-        b->len = mark;
-        if (b->ptr) b->ptr[mark] = '\0';
-        return 0;
-    }
-    if (!rc) *first = 0;
-    return rc;
-}
-
 int at_api_write_view(at_buf *b, at_table_id t, const json_t *item)
 {
-    const char *k, *names[128];
-    json_t *v;
-    size_t n = 0;
-    int first = 1, rc = at_buf_addc(b, '{');
-
-    for (const char *const *l = leading_attrs; !rc && *l; l++)
-        if (json_object_get(item, *l)) rc = write_member(b, &first, item, *l);
-    json_object_foreach((json_t *)item, k, v)
-    {
-        if (rc) break;
-        if (strcmp(k, "deleted_at") == 0 || in_list(leading_attrs, k)) continue;
-        if (n < sizeof names / sizeof names[0]) names[n++] = k;
-        else rc = write_member(b, &first, item, k);
-    }
-    qsort(names, n, sizeof names[0], cmp_str);
-    for (size_t i = 0; !rc && i < n; i++) rc = write_member(b, &first, item, names[i]);
-    /* Items the original service wrote may lack these. */
-    for (const char *const *f = table_flags(t); !rc && f && *f; f++)
-        if (!json_object_get(item, *f)) rc = at_buf_printf(b, "%s\"%s\":false", first ? "" : ",", *f), first = 0;
-    if (!rc && !json_object_get(item, "version"))
-        rc = at_buf_printf(b, "%s\"version\":0", first ? "" : ",");
-    if (!rc) rc = at_buf_addc(b, '}');
-    return rc;
+    at_view_spec spec = {leading_attrs, table_flags(t), hidden_attrs, 1};
+    return at_view_write(b, item, &spec);
 }
 
 int64_t at_api_version(const json_t *item)

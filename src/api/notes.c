@@ -35,7 +35,7 @@ static void read_fields(const json_t *body, json_t *item, json_t *errors)
 
 static const char *location(at_ctx *c, const char *target, const char *uuid)
 {
-    return at_arena_printf(c->arena, "%s/targets/%s/notes/%s", c->cfg->base_prefix, target, uuid);
+    return at_arena_printf(c->arena, "%s/targets/%s/notes/%s", c->settings->base_prefix, target, uuid);
 }
 
 /* A create retried with the same client uuid: the existing note is the answer when it

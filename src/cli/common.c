@@ -29,7 +29,7 @@ int at_cli_open_store(const at_config *cfg, at_store **store)
     char err[512] = "";
     int rc;
     if (strcmp(cfg->storage, "dynamodb") == 0) {
-        at_ddb_options o = {cfg->dynamodb_endpoint, cfg->aws_region, cfg->aws_access_key_id,
+        at_aws_options o = {cfg->dynamodb_endpoint, cfg->aws_region, cfg->aws_access_key_id,
                             cfg->aws_secret_access_key, cfg->aws_session_token, 0, 0, -1};
         rc = at_store_open_dynamodb(&o, (const char *const *)cfg->table_names, store, err, sizeof err);
     } else {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "actionstools/app.h"
 #include "actionstools/handler.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
@@ -20,6 +21,7 @@
 
 struct at_app {
     const at_config *cfg;
+    at_api_settings settings; /* what handlers may read of cfg */
     at_store *store;
     at_router *router;
     at_jwt_verifier *jwt;
@@ -61,6 +63,8 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
     app = calloc(1, sizeof *app);
     if (!app) return AT_ENOMEM;
     app->cfg = cfg;
+    app->settings.base_prefix = cfg->base_prefix;
+    app->settings.counters_ttl_seconds = cfg->counters_ttl_seconds;
     app->store = store;
     rc = at_router_new(at_routes, &app->router);
     if (rc) {
@@ -92,20 +96,6 @@ void at_app_free(at_app *app)
     at_router_free(app->router);
     at_jwt_verifier_free(app->jwt);
     free(app);
-}
-
-const char *at_request_header(const at_request *req, const char *name)
-{
-    for (size_t i = 0; i < req->nheaders; i++)
-        if (strcasecmp(req->headers[i].name, name) == 0) return req->headers[i].value;
-    return NULL;
-}
-
-void at_response_release(at_response *resp)
-{
-    free(resp->body);
-    resp->body = NULL;
-    resp->body_len = 0;
 }
 
 /* A caller's X-Request-Id is kept when it is short printable ASCII without spaces. */
@@ -269,7 +259,7 @@ void at_app_handle(at_app *app, const at_request *req, at_response *resp)
     memset(resp, 0, sizeof *resp);
     memset(&c, 0, sizeof c);
     memset(&id, 0, sizeof id);
-    c.cfg = app->cfg;
+    c.settings = &app->settings;
     c.store = app->store;
     c.cursor_key = &app->cursor_key;
     c.req = req;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actionstools/http.h"
+#include "actionstools/server.h"
 #include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
@@ -131,7 +131,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     at_log(AT_LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
-static int resolve(const at_config *cfg, struct sockaddr_storage *ss, socklen_t *len, int *ipv6,
+static int resolve(const at_server_options *o, struct sockaddr_storage *ss, socklen_t *len, int *ipv6,
                    char *err, size_t errlen)
 {
     struct addrinfo hints, *res = NULL;
@@ -140,10 +140,10 @@ static int resolve(const at_config *cfg, struct sockaddr_storage *ss, socklen_t 
     memset(&hints, 0, sizeof hints);
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    snprintf(port, sizeof port, "%d", cfg->listen_port);
-    rc = getaddrinfo(cfg->listen_host, port, &hints, &res);
+    snprintf(port, sizeof port, "%d", o->port);
+    rc = getaddrinfo(o->host, port, &hints, &res);
     if (rc || !res) {
-        snprintf(err, errlen, "LISTEN: cannot resolve host '%s': %s", cfg->listen_host,
+        snprintf(err, errlen, "LISTEN: cannot resolve host '%s': %s", o->host,
                  gai_strerror(rc));
         return AT_EINVAL;
     }
@@ -154,7 +154,7 @@ static int resolve(const at_config *cfg, struct sockaddr_storage *ss, socklen_t 
     return 0;
 }
 
-int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen)
+int at_server_run(at_app *app, const at_server_options *o, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -168,7 +168,7 @@ int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen)
                      MHD_USE_POLL | MHD_USE_ERROR_LOG;
     sigset_t set;
 
-    rc = resolve(cfg, &ss, &sslen, &ipv6, err, errlen);
+    rc = resolve(o, &ss, &sslen, &ipv6, err, errlen);
     if (rc) return rc;
     if (ipv6) flags |= MHD_USE_IPv6;
 
@@ -179,9 +179,9 @@ int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    d = MHD_start_daemon(flags, (uint16_t)cfg->listen_port, NULL, NULL, access_handler, app,
+    d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, access_handler, app,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_connections,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
                          MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
                          MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
@@ -189,14 +189,14 @@ int at_server_run(at_app *app, const at_config *cfg, char *err, size_t errlen)
                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "cannot listen on %s:%d (%s): is another server using the port?",
-                 cfg->listen_host, cfg->listen_port, strerror(errno));
+                 o->host, o->port, strerror(errno));
         return AT_EIO;
     }
     info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     {
-        int port = info ? info->port : cfg->listen_port;
-        json_t *f = json_pack("{s:s, s:i, s:i}", "host", cfg->listen_host, "port", port,
-                              "max_connections", cfg->http_max_connections);
+        int port = info ? info->port : o->port;
+        json_t *f = json_pack("{s:s, s:i, s:i}", "host", o->host, "port", port,
+                              "max_connections", o->max_connections);
         at_log_json(AT_LOG_INFO, "listening", f);
         json_decref(f);
     }

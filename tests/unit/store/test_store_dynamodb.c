@@ -33,7 +33,7 @@
 #include "actionstools/schema.h"
 #include "actionstools/store.h"
 #include "actionstools/timeutil.h"
-#include "store/ddb_client.h"
+#include "store/dynamodb/dynamodb.h"
 #include "conformance.h"
 #include "actionstools/banned.h"
 
@@ -119,7 +119,7 @@ static at_store *open_store(const char *tag, int do_setup)
 {
     static char buf[AT_TABLE_COUNT][128];
     const char *names[AT_TABLE_COUNT];
-    at_ddb_options o = {endpoint, "us-east-1", "AKIDTEST", "test-secret-key", NULL, 0, 0, -1};
+    at_aws_options o = {endpoint, "us-east-1", "AKIDTEST", "test-secret-key", NULL, 0, 0, -1};
     at_store *s = NULL;
     char err[256] = "";
 
@@ -166,7 +166,7 @@ static json_t *note_key(const char *target, const char *uuid)
 
 static int conf_open(void *ctx, const char *const names[AT_TABLE_COUNT], at_store **out)
 {
-    at_ddb_options o = {endpoint, "us-east-1", "AKIDTEST", "test-secret-key", NULL, 0, 0, -1};
+    at_aws_options o = {endpoint, "us-east-1", "AKIDTEST", "test-secret-key", NULL, 0, 0, -1};
     char err[256];
     (void)ctx;
     return at_store_open_dynamodb(&o, names, out, err, sizeof err);
@@ -849,7 +849,7 @@ static at_ddb_client *fake_client(const fake_server *f, long request_ms, int max
                                   const char *token)
 {
     char url[64];
-    at_ddb_options o = {url,   "eu-west-1", "AKIDFAKE", "fake-secret-key-123",
+    at_aws_options o = {url,   "eu-west-1", "AKIDFAKE", "fake-secret-key-123",
                         token, 500,         request_ms, max_retries};
     at_ddb_client *c = NULL;
     snprintf(url, sizeof url, "http://127.0.0.1:%d", f->port);
@@ -991,7 +991,7 @@ static void test_timeout_on_silent_server(void **state)
 /* Nothing listens: connection refused is retried with backoff, then AT_EUNAVAIL. */
 static void test_refused_connection(void **state)
 {
-    at_ddb_options o = {NULL, "us-east-1", "AK", "SK", NULL, 200, 3000, 2};
+    at_aws_options o = {NULL, "us-east-1", "AK", "SK", NULL, 200, 3000, 2};
     at_ddb_client *c = NULL;
     json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
     at_ddb_error e;
@@ -1085,7 +1085,7 @@ static void test_batch_unprocessed_items_resent(void **state)
     fake_server f;
     char url[64];
     const char *names[AT_TABLE_COUNT] = {"fake_notes"};
-    at_ddb_options o = {url, "us-east-1", "AK", "SK", NULL, 500, 5000, 0};
+    at_aws_options o = {url, "us-east-1", "AK", "SK", NULL, 500, 5000, 0};
     at_store *s = NULL;
     json_t *items = json_array();
     (void)state;
@@ -1270,9 +1270,9 @@ static void test_backoff_bounds(void **state)
 static void test_open_refusals(void **state)
 {
     const char *names[AT_TABLE_COUNT] = {0};
-    at_ddb_options bad = {"ftp://x", "us-east-1", "a", "b", NULL, 0, 0, -1};
-    at_ddb_options path = {"http://h:1/x", "us-east-1", "a", "b", NULL, 0, 0, -1};
-    at_ddb_options nocreds = {NULL, "us-east-1", NULL, NULL, NULL, 0, 0, -1};
+    at_aws_options bad = {"ftp://x", "us-east-1", "a", "b", NULL, 0, 0, -1};
+    at_aws_options path = {"http://h:1/x", "us-east-1", "a", "b", NULL, 0, 0, -1};
+    at_aws_options nocreds = {NULL, "us-east-1", NULL, NULL, NULL, 0, 0, -1};
     at_store *s = NULL;
     char err[256];
     (void)state;

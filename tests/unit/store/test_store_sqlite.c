@@ -18,7 +18,7 @@
 #include <sqlite3.h>
 
 #include "conformance.h"
-#include "store/sqlite_int.h"
+#include "store/sqlite/sqlite_int.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/ddb_client.h"
+#include "store/dynamodb/dynamodb.h"
 #include "actionstools/av.h"
 #include "actionstools/buf.h"
 #include "actionstools/err.h"
@@ -1090,7 +1090,7 @@ static const at_store_ops ddb_ops = {
     .destroy = ddb_destroy,
 };
 
-int at_store_open_dynamodb(const at_ddb_options *o, const char *const names[AT_TABLE_COUNT],
+int at_store_open_dynamodb(const at_aws_options *o, const char *const names[AT_TABLE_COUNT],
                            at_store **out, char *err, size_t errlen)
 {
     ddb_store *d;

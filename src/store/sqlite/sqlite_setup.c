@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/sqlite_int.h"
+#include "store/sqlite/sqlite_int.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
 #include "actionstools/banned.h"

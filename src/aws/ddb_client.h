@@ -1,6 +1,5 @@
-/* Internal to the dynamodb backend: a client of DynamoDB's JSON 1.0 protocol over
- * libcurl. Requests are `POST /` with `X-Amz-Target: DynamoDB_20120810.<Op>`, signed
- * with SigV4; connections are kept alive and reused; throttling, 5xx answers and
+/* A client of DynamoDB's JSON 1.0 protocol over libcurl. Requests are `POST /` with
+ * `X-Amz-Target: DynamoDB_20120810.<Op>`, signed with SigV4; connections are kept alive and reused; throttling, 5xx answers and
  * connection failures are retried with capped exponential backoff and full jitter.
  * See docs/dynamodb.md. */
 #ifndef AT_DDB_CLIENT_H
@@ -10,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actionstools/store.h"
+#include "actionstools/aws.h"
 
 /* The operations the backend uses. Requests are counted per operation. */
 typedef enum {
@@ -29,7 +28,7 @@ typedef enum {
     AT_DDB_OP_COUNT
 } at_ddb_op;
 
-/* Defaults of at_ddb_options' zero / negative fields. */
+/* Defaults of at_aws_options' zero / negative fields. */
 #define AT_DDB_DEFAULT_CONNECT_TIMEOUT_MS 2000L
 #define AT_DDB_DEFAULT_REQUEST_TIMEOUT_MS 10000L
 #define AT_DDB_DEFAULT_MAX_RETRIES 3
@@ -61,7 +60,7 @@ const char *at_ddb_op_name(at_ddb_op op);
 /* Creates a client from o (strings copied). The endpoint is o->endpoint or
  * https://dynamodb.<region>.amazonaws.com. Makes no request. Returns 0, AT_EINVAL
  * (with a message in err: bad endpoint, missing credentials for AWS) or AT_ENOMEM. */
-int at_ddb_client_new(const at_ddb_options *o, at_ddb_client **out /* OUT */, char *err,
+int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out /* OUT */, char *err,
                       size_t errlen);
 
 /* Frees the client and its connections. No call may be running. Accepts NULL. */
@@ -94,9 +93,5 @@ long at_ddb_backoff_ms(int attempt, long base_ms, long cap_ms);
  * namespace before '#' and anything after ':' are dropped. Returns 1 when a type was
  * found, else 0 (out is then ""). */
 int at_ddb_error_type(const char *header, const json_t *body, char *out, size_t n);
-
-/* Returns the client of a store opened with at_store_open_dynamodb, or NULL for a
- * store of another backend. (Implemented in dynamodb.c; for tests and /health.) */
-at_ddb_client *at_dynamodb_client(at_store *s);
 
 #endif

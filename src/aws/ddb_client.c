@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "store/ddb_client.h"
+#include "aws/ddb_client.h"
 #include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
@@ -123,7 +123,7 @@ static int parse_endpoint(at_ddb_client *c, const char *endpoint, char *err, siz
     return c->url && c->host ? 0 : AT_ENOMEM;
 }
 
-int at_ddb_client_new(const at_ddb_options *o, at_ddb_client **out, char *err, size_t errlen)
+int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, size_t errlen)
 {
     at_ddb_client *c;
     int rc = 0;

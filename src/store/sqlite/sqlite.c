@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "store/sqlite_int.h"
+#include "store/sqlite/sqlite_int.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
 #include "actionstools/banned.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/sqlite_int.h"
+#include "store/sqlite/sqlite_int.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
 #include "actionstools/timeutil.h"
