@@ -752,7 +752,7 @@ static int batch_send(at_store *s, at_table_id t, json_t *reqs)
         json_decref(resp);
         req = resp = NULL;
         {
-            long ms = at_ddb_backoff_ms(round, AT_DDB_BACKOFF_BASE_MS, AT_DDB_BACKOFF_CAP_MS);
+            long ms = at_aws_backoff_ms(round, AT_AWS_BACKOFF_BASE_MS, AT_AWS_BACKOFF_CAP_MS);
             struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }

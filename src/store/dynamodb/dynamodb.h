@@ -3,7 +3,7 @@
 #define AT_STORE_DYNAMODB_H
 
 #include "actionstools/store.h"
-#include "aws/ddb_client.h"
+#include "store/dynamodb/ddb_client.h"
 
 /* Returns the client of a store opened with at_store_open_dynamodb, or NULL for a
  * store of another backend (tests read its request counts). */

@@ -1,4 +1,4 @@
-/* Unit tests of src/store/sigv4.c: every case of the aws-c-auth SigV4 test suite
+/* Unit tests of src/aws/sigv4.c: every case of the aws-c-auth SigV4 test suite
  * (tests/fixtures/sigv4/aws-c-auth-v4, copied from shared/fixtures), header signing,
  * byte for byte. */
 #include <stdarg.h>

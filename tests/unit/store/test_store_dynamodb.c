@@ -1,9 +1,9 @@
-/* Tests of the dynamodb backend (src/store/dynamodb.c, ddb_client.c):
+/* Tests of the dynamodb backend (src/store/dynamodb/):
  *  - the shared conformance suite (conformance.h) against dynalite;
  *  - request counts (one GetItem per get, one Query per unfiltered page, no Scan but
  *    in scan), error mapping, TTL, batches, concurrency, against dynalite;
- *  - retries, backoff, timeouts, keep-alive and signing against a small fake HTTP
- *    server run in a thread of this test.
+ *  - DynamoDB's wire format and error mapping against a fake server (fake_http.h).
+ * Retries, backoff, timeouts and keep-alive are the AWS client's: tests/unit/aws/.
  *
  * dynalite: AT_DYNAMODB_ENDPOINT names a running server; when it is unset the test
  * starts one with scripts/dynalite.sh (installed by `make deps`), and when that is not
@@ -35,6 +35,7 @@
 #include "actionstools/timeutil.h"
 #include "store/dynamodb/dynamodb.h"
 #include "conformance.h"
+#include "../aws/fake_http.h"
 #include "actionstools/banned.h"
 
 static int cmp_i64(const void *a, const void *b)
@@ -707,145 +708,9 @@ static void test_measure_latency(void **state)
     json_decref(pk);
 }
 
-/* ---- a fake DynamoDB: scripted answers over HTTP/1.1 keep-alive ----------------- */
+/* ---- against a fake DynamoDB (tests/unit/aws/fake_http.h) ----------------------- */
 
-/* ANSWER: reply and keep the connection; HANG: never reply; CLOSE_AFTER: reply, then
- * close; DROP: close without replying (a kept-alive connection that died). */
-typedef enum { ANSWER = 0, HANG, CLOSE_AFTER, DROP } fake_mode;
-
-typedef struct fake_reply {
-    fake_mode mode;
-    int status;
-    const char *body; /* NULL: "{}" */
-} fake_reply;
-
-typedef struct fake_server {
-    int lfd, port, stop_pipe[2];
-    pthread_t th;
-    const fake_reply *script; /* replies in order; the last repeats */
-    size_t nscript;
-    int requests, connections;
-    char last_request[8192];
-    pthread_mutex_t lock;
-} fake_server;
-
-/* Reads one HTTP request (headers and Content-Length body). Returns 1, or 0 on EOF /
- * stop / error. */
-static int read_request(fake_server *f, int fd, char *buf, size_t cap)
-{
-    size_t len = 0;
-    char *end = NULL;
-    long clen = 0;
-    for (;;) {
-        struct pollfd p[2] = {{fd, POLLIN, 0}, {f->stop_pipe[0], POLLIN, 0}};
-        ssize_t n;
-        if (end) {
-            size_t head = (size_t)(end + 4 - buf);
-            if (len >= head + (size_t)clen) return 1;
-        }
-        if (poll(p, 2, -1) < 0 && errno != EINTR) return 0;
-        if (p[1].revents) return 0;
-        if (len + 1 >= cap) return 0;
-        n = read(fd, buf + len, cap - 1 - len);
-        if (n <= 0) return 0;
-        len += (size_t)n;
-        buf[len] = '\0';
-        if (!end && (end = strstr(buf, "\r\n\r\n")) != NULL) {
-            const char *cl = strcasestr(buf, "\r\ncontent-length:");
-            clen = cl ? strtol(cl + 17, NULL, 10) : 0;
-        }
-    }
-}
-
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0) return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void *fake_main(void *arg)
-{
-    fake_server *f = arg;
-    static char buf[1 << 16];
-    for (;;) {
-        struct pollfd p[2] = {{f->lfd, POLLIN, 0}, {f->stop_pipe[0], POLLIN, 0}};
-        int fd;
-        if (poll(p, 2, -1) < 0 && errno != EINTR) break;
-        if (p[1].revents) break;
-        fd = accept(f->lfd, NULL, NULL);
-        if (fd < 0) continue;
-        pthread_mutex_lock(&f->lock);
-        f->connections++;
-        pthread_mutex_unlock(&f->lock);
-        while (read_request(f, fd, buf, sizeof buf)) {
-            const fake_reply *r;
-            char head[2048];
-            const char *body;
-            pthread_mutex_lock(&f->lock);
-            r = &f->script[(size_t)f->requests < f->nscript ? (size_t)f->requests : f->nscript - 1];
-            f->requests++;
-            snprintf(f->last_request, sizeof f->last_request, "%.8000s", buf);
-            pthread_mutex_unlock(&f->lock);
-            if (r->mode == HANG) {
-                /* Never answer: wait until the client gives up and closes. */
-                char tmp[256];
-                struct pollfd q[2] = {{fd, POLLIN, 0}, {f->stop_pipe[0], POLLIN, 0}};
-                while (poll(q, 2, -1) >= 0 && !q[1].revents && read(fd, tmp, sizeof tmp) > 0) {
-                }
-                break;
-            }
-            if (r->mode == DROP) break;
-            body = r->body ? r->body : "{}";
-            /* One write: a head and a body in two small writes would meet the client's
-             * delayed ACK (Nagle) and cost 40 ms. */
-            snprintf(head, sizeof head,
-                     "HTTP/1.1 %d X\r\nContent-Type: application/x-amz-json-1.0\r\n"
-                     "Content-Length: %zu\r\nConnection: keep-alive\r\n\r\n%s",
-                     r->status, strlen(body), body);
-            write_all(fd, head, strlen(head));
-            if (r->mode == CLOSE_AFTER) break; /* says keep-alive, then closes */
-        }
-        close(fd);
-    }
-    return NULL;
-}
-
-static void fake_start(fake_server *f, const fake_reply *script, size_t n)
-{
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    memset(f, 0, sizeof *f);
-    f->script = script;
-    f->nscript = n;
-    pthread_mutex_init(&f->lock, NULL);
-    assert_int_equal(pipe(f->stop_pipe), 0);
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(f->lfd >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(f->lfd, 16), 0);
-    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&a, &alen), 0);
-    f->port = ntohs(a.sin_port);
-    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
-}
-
-static void fake_stop(fake_server *f)
-{
-    assert_int_equal(write(f->stop_pipe[1], "x", 1), 1);
-    pthread_join(f->th, NULL);
-    close(f->lfd);
-    close(f->stop_pipe[0]);
-    close(f->stop_pipe[1]);
-    pthread_mutex_destroy(&f->lock);
-}
-
-static at_ddb_client *fake_client(const fake_server *f, long request_ms, int max_retries,
+static at_ddb_client *fake_client(const fake_http_server *f, long request_ms, int max_retries,
                                   const char *token)
 {
     char url[64];
@@ -857,9 +722,6 @@ static at_ddb_client *fake_client(const fake_server *f, long request_ms, int max
     return c;
 }
 
-static const char THROTTLED[] =
-    "{\"__type\":\"com.amazonaws.dynamodb.v20120810#ThrottlingException\","
-    "\"message\":\"Rate of requests exceeds the allowed throughput.\"}";
 static const char COND_FAILED[] =
     "{\"__type\":\"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException\","
     "\"message\":\"The conditional request failed\"}";
@@ -868,71 +730,17 @@ static const char NO_TABLE[] =
     "\"message\":\"Requested resource not found\"}";
 static const char INVALID[] = "{\"__type\":\"com.amazon.coral.validate#ValidationException\","
                               "\"Message\":\"One or more parameter values were invalid\"}";
-static const char ITEM[] = "{\"Item\":{\"k\":{\"S\":\"v\"}}}";
-
-static void test_retries_5xx_then_succeeds(void **state)
-{
-    static const fake_reply script[] = {{ANSWER, 500, "{\"__type\":\"InternalServerError\"}"},
-                                        {ANSWER, 503, ""},
-                                        {ANSWER, 200, ITEM}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_error e;
-    at_ddb_stats st;
-    int64_t t0;
-    (void)state;
-
-    fake_start(&f, script, 3);
-    c = fake_client(&f, 5000, 3, NULL);
-    t0 = at_monotonic_us();
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, &e), 0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_object_get(resp, "Item"), "k"), "S")),
-                        "v");
-    assert_int_equal(e.attempts, 3);
-    at_ddb_client_stats(c, &st);
-    assert_int_equal(st.requests[AT_DDB_GET_ITEM], 3);
-    assert_int_equal(st.retries, 2);
-    assert_true(at_monotonic_us() - t0 < 1000000); /* 50 ms + 100 ms of backoff at most */
-    assert_int_equal(f.connections, 1);            /* one kept-alive connection */
-    json_decref(resp);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
-}
-
-static void test_throttling_gives_up(void **state)
-{
-    static const fake_reply script[] = {{ANSWER, 400, THROTTLED}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_error e;
-    (void)state;
-
-    fake_start(&f, script, 1);
-    c = fake_client(&f, 10000, 2, NULL);
-    assert_int_equal(at_ddb_call(c, AT_DDB_PUT_ITEM, req, &resp, &e), AT_ETHROTTLED);
-    assert_null(resp);
-    assert_int_equal(e.attempts, 3); /* the first and max_retries more */
-    assert_string_equal(e.type, "ThrottlingException");
-    assert_int_equal(f.requests, 3);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
-}
 
 static void test_errors_are_not_retried(void **state)
 {
-    static const fake_reply cond[] = {{ANSWER, 400, COND_FAILED}};
-    static const fake_reply notable[] = {{ANSWER, 400, NO_TABLE}};
-    static const fake_reply invalid[] = {{ANSWER, 400, INVALID}};
-    static const fake_reply garbage[] = {{ANSWER, 200, "not json"}};
-    static const fake_reply denied[] = {
-        {ANSWER, 400, "{\"__type\":\"com.amazon.coral.service#UnrecognizedClientException\"}"}};
+    static const fake_http_reply cond[] = {{FAKE_ANSWER, 400, COND_FAILED}};
+    static const fake_http_reply notable[] = {{FAKE_ANSWER, 400, NO_TABLE}};
+    static const fake_http_reply invalid[] = {{FAKE_ANSWER, 400, INVALID}};
+    static const fake_http_reply garbage[] = {{FAKE_ANSWER, 200, "not json"}};
+    static const fake_http_reply denied[] = {
+        {FAKE_ANSWER, 400, "{\"__type\":\"com.amazon.coral.service#UnrecognizedClientException\"}"}};
     const struct {
-        const fake_reply *r;
+        const fake_http_reply *r;
         int rc;
         const char *type;
     } cases[] = {
@@ -945,11 +753,11 @@ static void test_errors_are_not_retried(void **state)
     (void)state;
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fake_server f;
+        fake_http_server f;
         at_ddb_client *c;
         json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
         at_ddb_error e;
-        fake_start(&f, cases[i].r, 1);
+        fake_http_start(&f, cases[i].r, 1);
         c = fake_client(&f, 5000, 3, NULL);
         assert_int_equal(at_ddb_call(c, AT_DDB_UPDATE_ITEM, req, &resp, &e), cases[i].rc);
         assert_int_equal(e.attempts, 1);
@@ -958,131 +766,19 @@ static void test_errors_are_not_retried(void **state)
             assert_string_equal(e.message, "One or more parameter values were invalid");
         json_decref(req);
         at_ddb_client_free(c);
-        fake_stop(&f);
+        fake_http_stop(&f);
     }
-}
-
-/* A server that takes the request and never answers: the call gives up within the
- * request timeout (retries included), so the API never hangs on a dead endpoint. */
-static void test_timeout_on_silent_server(void **state)
-{
-    static const fake_reply script[] = {{HANG, 0, NULL}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_error e;
-    int64_t t0, took;
-    (void)state;
-
-    fake_start(&f, script, 1);
-    c = fake_client(&f, 400, 3, NULL);
-    t0 = at_monotonic_us();
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, &e), AT_EUNAVAIL);
-    took = at_monotonic_us() - t0;
-    print_message("silent server: gave up after %lld ms (%d attempts)\n", (long long)(took / 1000),
-                  e.attempts);
-    assert_true(took >= 350000);
-    assert_true(took < 1500000); /* 400 ms, with room for a loaded machine */
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
-}
-
-/* Nothing listens: connection refused is retried with backoff, then AT_EUNAVAIL. */
-static void test_refused_connection(void **state)
-{
-    at_aws_options o = {NULL, "us-east-1", "AK", "SK", NULL, 200, 3000, 2};
-    at_ddb_client *c = NULL;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_error e;
-    char url[64];
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    (void)state;
-
-    /* A port that was free a moment ago. */
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    close(fd);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
-    o.endpoint = url;
-    assert_int_equal(at_ddb_client_new(&o, &c, NULL, 0), 0);
-    assert_int_equal(at_ddb_call(c, AT_DDB_QUERY, req, &resp, &e), AT_EUNAVAIL);
-    assert_int_equal(e.attempts, 3);
-    assert_int_equal(e.http_status, 0);
-    json_decref(req);
-    at_ddb_client_free(c);
-}
-
-/* The server closes a kept-alive connection after answering: the next call still
- * succeeds, on a new connection, without a backoff retry. */
-static void test_closed_keepalive_connection(void **state)
-{
-    static const fake_reply script[] = {{CLOSE_AFTER, 200, ITEM}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_stats st;
-    (void)state;
-
-    fake_start(&f, script, 1);
-    c = fake_client(&f, 5000, 0, NULL); /* no backoff retries at all */
-    for (int i = 0; i < 3; i++) {
-        usleep(20000); /* let the close arrive before the next request */
-        assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, NULL), 0);
-        json_decref(resp);
-    }
-    at_ddb_client_stats(c, &st);
-    assert_int_equal(st.retries, 0);
-    assert_int_equal(f.connections, 3);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
-}
-
-/* The server drops a kept-alive connection when the next request arrives: the call is
- * repeated at once on a new connection (by libcurl or by the client), not backed off. */
-static void test_dropped_connection_is_retried_fresh(void **state)
-{
-    static const fake_reply script[] = {{ANSWER, 200, ITEM}, {DROP, 0, NULL}, {ANSWER, 200, ITEM}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_stats st;
-    at_ddb_error e;
-    (void)state;
-
-    fake_start(&f, script, 3);
-    c = fake_client(&f, 5000, 0, NULL); /* no backoff retries at all */
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, NULL), 0);
-    json_decref(resp);
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, &e), 0);
-    json_decref(resp);
-    at_ddb_client_stats(c, &st);
-    print_message("dropped connection: %d requests seen, %d connections, %llu repeated by the "
-                  "client (the rest by libcurl)\n",
-                  f.requests, f.connections, (unsigned long long)st.fresh_retries);
-    assert_int_equal(st.retries, 0);
-    assert_int_equal(f.requests, 3);
-    assert_int_equal(f.connections, 2);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
 }
 
 /* BatchWriteItem's UnprocessedItems are sent again (only them) until none are left. */
 static void test_batch_unprocessed_items_resent(void **state)
 {
-    static const fake_reply script[] = {
-        {ANSWER, 200,
+    static const fake_http_reply script[] = {
+        {FAKE_ANSWER, 200,
          "{\"UnprocessedItems\":{\"fake_notes\":[{\"PutRequest\":{\"Item\":{"
          "\"target_uuid\":{\"S\":\"t\"},\"uuid\":{\"S\":\"b\"}}}}]}}"},
-        {ANSWER, 200, "{\"UnprocessedItems\":{}}"}};
-    fake_server f;
+        {FAKE_ANSWER, 200, "{\"UnprocessedItems\":{}}"}};
+    fake_http_server f;
     char url[64];
     const char *names[AT_TABLE_COUNT] = {"fake_notes"};
     at_aws_options o = {url, "us-east-1", "AK", "SK", NULL, 500, 5000, 0};
@@ -1090,7 +786,7 @@ static void test_batch_unprocessed_items_resent(void **state)
     json_t *items = json_array();
     (void)state;
 
-    fake_start(&f, script, 2);
+    fake_http_start(&f, script, 2);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", f.port);
     assert_int_equal(at_store_open_dynamodb(&o, names, &s, NULL, 0), 0);
     json_array_append_new(items, note("t", "a", "2024-01-01 00:00:00.000000", 0));
@@ -1102,52 +798,20 @@ static void test_batch_unprocessed_items_resent(void **state)
     assert_null(strstr(f.last_request, "{\"S\":\"a\"}"));
     json_decref(items);
     at_store_free(s);
-    fake_stop(&f);
-}
-
-/* Not a pass/fail test: what one call costs on our side (signing, JSON, libcurl, a
- * kept-alive loopback connection) against a server that answers at once. */
-static void test_measure_client_overhead(void **state)
-{
-    enum { N = 500 };
-    static int64_t lat[N];
-    static const fake_reply script[] = {{ANSWER, 200, ITEM}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:b}", "TableName", "t", "Key",
-                            "target_uuid", "S", "t1", "uuid", "S", "u1", "ConsistentRead", 1);
-    (void)state;
-
-    fake_start(&f, script, 1);
-    c = fake_client(&f, 5000, 0, "tok");
-    for (int i = 0; i < N; i++) {
-        json_t *resp = NULL;
-        int64_t t0 = at_monotonic_us();
-        assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, NULL), 0);
-        lat[i] = at_monotonic_us() - t0;
-        json_decref(resp);
-    }
-    qsort(lat, N, sizeof lat[0], cmp_i64);
-    print_message("client round trip to an instant server: p50 %lld us, p99 %lld us, "
-                  "%d connection(s)\n",
-                  (long long)lat[N / 2], (long long)lat[N * 99 / 100], f.connections);
-    assert_int_equal(f.connections, 1);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
+    fake_http_stop(&f);
 }
 
 /* What goes on the wire: target, content type, a SigV4 Authorization for dynamodb,
  * the session token; the secret never. */
 static void test_request_headers(void **state)
 {
-    static const fake_reply script[] = {{ANSWER, 200, "{}"}};
-    fake_server f;
+    static const fake_http_reply script[] = {{FAKE_ANSWER, 200, "{}"}};
+    fake_http_server f;
     at_ddb_client *c;
     json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
     (void)state;
 
-    fake_start(&f, script, 1);
+    fake_http_start(&f, script, 1);
     c = fake_client(&f, 5000, 0, "session-token-xyz");
     assert_int_equal(at_ddb_call(c, AT_DDB_DESCRIBE_TABLE, req, &resp, NULL), 0);
     assert_non_null(strstr(f.last_request, "POST / HTTP/1.1\r\n"));
@@ -1164,107 +828,7 @@ static void test_request_headers(void **state)
     json_decref(resp);
     json_decref(req);
     at_ddb_client_free(c);
-    fake_stop(&f);
-}
-
-/* Retries and failures are logged, but never with a credential. */
-static void test_no_secrets_in_logs(void **state)
-{
-    static const fake_reply script[] = {
-        {ANSWER, 400,
-         "{\"__type\":\"com.amazon.coral.service#InvalidSignatureException\",\"message\":"
-         "\"canonical string x-amz-security-token:session-token-xyz\"}"},
-        {ANSWER, 500, "{}"}};
-    fake_server f;
-    at_ddb_client *c;
-    json_t *req = json_pack("{s:s}", "TableName", "t"), *resp = NULL;
-    at_ddb_error e;
-    char path[] = "/tmp/at-ddb-log-XXXXXX", logbuf[16384];
-    int fd = mkstemp(path), saved = dup(2);
-    ssize_t n;
-    (void)state;
-
-    fake_start(&f, script, 2);
-    c = fake_client(&f, 5000, 2, "session-token-xyz");
-    at_log_set_level(AT_LOG_DEBUG);
-    assert_true(fd >= 0 && saved >= 0);
-    dup2(fd, 2);
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, &e), AT_EIO);
-    assert_null(strstr(e.message, "session-token-xyz"));
-    pthread_mutex_lock(&f.lock);
-    f.requests = 1; /* now the 500s: retried and logged */
-    pthread_mutex_unlock(&f.lock);
-    assert_int_equal(at_ddb_call(c, AT_DDB_GET_ITEM, req, &resp, &e), AT_EUNAVAIL);
-    dup2(saved, 2);
-    close(saved);
-    at_log_set_level(getenv("AT_TEST_LOG_DEBUG") ? AT_LOG_DEBUG : AT_LOG_INFO);
-    n = pread(fd, logbuf, sizeof logbuf - 1, 0);
-    assert_true(n > 0);
-    logbuf[n] = '\0';
-    assert_non_null(strstr(logbuf, "retrying"));
-    assert_null(strstr(logbuf, "session-token-xyz"));
-    assert_null(strstr(logbuf, "fake-secret-key-123"));
-    close(fd);
-    unlink(path);
-    json_decref(req);
-    at_ddb_client_free(c);
-    fake_stop(&f);
-}
-
-/* The error-type cases of botocore's awsJson1_0 output tests
- * (shared/fixtures/aws/aws-json-1.0-protocol). */
-static void test_error_type_parsing(void **state)
-{
-    const struct {
-        const char *header, *body, *want;
-    } v[] = {
-        {NULL, "{\"__type\":\"aws.protocoltests.json10#InvalidGreeting\",\"Message\":\"Hi\"}",
-         "InvalidGreeting"},
-        {"FooError", NULL, "FooError"},
-        {"FooError:http://internal.amazon.com/coral/com.amazon.coral.validate/", NULL, "FooError"},
-        {"aws.protocoltests.json10#FooError:http://internal.amazon.com/coral/"
-         "com.amazon.coral.validate/",
-         NULL, "FooError"},
-        {NULL, "{\"code\":\"FooError\"}", "FooError"},
-        {NULL, "{\"code\":\"aws.protocoltests.json10#FooError\"}", "FooError"},
-        {NULL,
-         "{\"code\":\"aws.protocoltests.json10#FooError:http://internal.amazon.com/coral/"
-         "com.amazon.coral.validate/\"}",
-         "FooError"},
-        {NULL, "{\"__type\":\"FooError\"}", "FooError"},
-        {NULL, "{\"__type\":\"aws.protocoltests.json10#FooError\"}", "FooError"},
-        {NULL,
-         "{\"__type\":\"aws.protocoltests.json10#FooError:http://internal.amazon.com/coral/"
-         "com.amazon.coral.validate/\"}",
-         "FooError"},
-        {NULL, "{\"__type\":\"aws.protocoltests.json10#ComplexError\",\"TopLevel\":\"x\"}",
-         "ComplexError"},
-        {"FooError\r\n", "{\"__type\":\"Other\"}", "FooError"},
-        {NULL, "{}", ""},
-    };
-    (void)state;
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        char out[96];
-        json_t *body = v[i].body ? json_loads(v[i].body, 0, NULL) : NULL;
-        at_ddb_error_type(v[i].header, body, out, sizeof out);
-        assert_string_equal(out, v[i].want);
-        json_decref(body);
-    }
-}
-
-static void test_backoff_bounds(void **state)
-{
-    (void)state;
-    for (int attempt = 0; attempt < 12; attempt++) {
-        long ceiling = attempt < 7 ? 50L << attempt : 5000, max = 0;
-        if (ceiling > 5000) ceiling = 5000;
-        for (int i = 0; i < 200; i++) {
-            long ms = at_ddb_backoff_ms(attempt, 50, 5000);
-            assert_true(ms >= 0 && ms <= ceiling);
-            if (ms > max) max = ms;
-        }
-        assert_true(max > ceiling / 2); /* jitter spreads over the range */
-    }
+    fake_http_stop(&f);
 }
 
 static void test_open_refusals(void **state)
@@ -1295,20 +859,10 @@ static void test_open_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error_type_parsing),
-        cmocka_unit_test(test_backoff_bounds),
         cmocka_unit_test(test_open_refusals),
-        cmocka_unit_test(test_retries_5xx_then_succeeds),
-        cmocka_unit_test(test_throttling_gives_up),
         cmocka_unit_test(test_errors_are_not_retried),
-        cmocka_unit_test(test_timeout_on_silent_server),
-        cmocka_unit_test(test_refused_connection),
-        cmocka_unit_test(test_closed_keepalive_connection),
-        cmocka_unit_test(test_dropped_connection_is_retried_fresh),
         cmocka_unit_test(test_batch_unprocessed_items_resent),
-        cmocka_unit_test(test_measure_client_overhead),
         cmocka_unit_test(test_request_headers),
-        cmocka_unit_test(test_no_secrets_in_logs),
         cmocka_unit_test(test_setup_creates_schema),
         cmocka_unit_test(test_item_ops_cost_one_request),
         cmocka_unit_test(test_conditions_and_reserved_words),

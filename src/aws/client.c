@@ -1,4 +1,5 @@
-/* DynamoDB JSON 1.0 client over libcurl: signing, keep-alive, retries, error mapping.
+/* A signed HTTP client for AWS services over libcurl: signing, keep-alive, retries
+ * (client.h).
  *
  * Connections: easy handles are kept in a LIFO pool shared by all threads. A call
  * takes the most recently returned handle (whose connection is the warmest), so a
@@ -15,7 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "aws/ddb_client.h"
+#include "aws/client.h"
 #include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
@@ -23,12 +24,9 @@
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
 
-#define MAX_RESPONSE (32u << 20) /* bytes of one answer we accept */
-#define MAX_REQUEST (16u << 20)  /* DynamoDB's own request cap */
-#define TARGET_PREFIX "DynamoDB_20120810."
-
-struct at_ddb_client {
-    char *url;  /* endpoint, no trailing '/' */
+struct at_aws_client {
+    char *service; /* SigV4 service name */
+    char *url;     /* endpoint, no trailing '/' */
     char *host; /* authority sent and signed as Host */
     char *region;
     char *access_key;
@@ -44,19 +42,8 @@ struct at_ddb_client {
     CURLSH *share;
     pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
 
-    at_ddb_stats stats; /* atomic */
+    at_aws_stats stats; /* atomic */
 };
-
-static const char *const op_names[AT_DDB_OP_COUNT] = {
-    "GetItem",       "PutItem",     "UpdateItem",       "DeleteItem",
-    "Query",         "Scan",        "BatchWriteItem",   "CreateTable",
-    "DescribeTable", "DeleteTable", "UpdateTimeToLive", "DescribeTimeToLive",
-};
-
-const char *at_ddb_op_name(at_ddb_op op)
-{
-    return (unsigned)op < AT_DDB_OP_COUNT ? op_names[op] : NULL;
-}
 
 static void errmsg(char *err, size_t n, const char *msg)
 {
@@ -75,7 +62,7 @@ static void curl_init(void)
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
 {
-    at_ddb_client *c = u;
+    at_aws_client *c = u;
     (void)h;
     (void)a;
     if ((unsigned)d < CURL_LOCK_DATA_LAST) pthread_mutex_lock(&c->share_lock[d]);
@@ -83,7 +70,7 @@ static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
 
 static void share_unlock(CURL *h, curl_lock_data d, void *u)
 {
-    at_ddb_client *c = u;
+    at_aws_client *c = u;
     (void)h;
     if ((unsigned)d < CURL_LOCK_DATA_LAST) pthread_mutex_unlock(&c->share_lock[d]);
 }
@@ -94,7 +81,8 @@ static char *dup_or_null(const char *s)
 }
 
 /* Splits an endpoint URL into the URL we post to and the Host authority. */
-static int parse_endpoint(at_ddb_client *c, const char *endpoint, char *err, size_t errlen)
+static int parse_endpoint(at_aws_client *c, const char *endpoint, const char *setting, char *err,
+                          size_t errlen)
 {
     const char *auth, *end;
     size_t n = strlen(endpoint);
@@ -106,16 +94,18 @@ static int parse_endpoint(at_ddb_client *c, const char *endpoint, char *err, siz
     else if (strncmp(endpoint, "https://", 8) == 0)
         auth = endpoint + 8;
     else {
-        errmsg(err, errlen, "DYNAMODB_ENDPOINT must start with http:// or https://");
+        if (err && errlen) snprintf(err, errlen, "%s must start with http:// or https://", setting);
         return AT_EINVAL;
     }
     end = auth;
     while (end < endpoint + n && *end != '/' && *end != '?' && *end != '#')
         end++;
     if (end == auth || end != endpoint + n || memchr(auth, '@', (size_t)(end - auth))) {
-        errmsg(err, errlen,
-               "DYNAMODB_ENDPOINT must be scheme://host[:port] with no path or user, "
-               "e.g. http://127.0.0.1:8000");
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "%s must be scheme://host[:port] with no path or user, "
+                     "e.g. http://127.0.0.1:8000",
+                     setting);
         return AT_EINVAL;
     }
     c->url = strndup(endpoint, n);
@@ -123,9 +113,10 @@ static int parse_endpoint(at_ddb_client *c, const char *endpoint, char *err, siz
     return c->url && c->host ? 0 : AT_ENOMEM;
 }
 
-int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, size_t errlen)
+int at_aws_client_new(const at_aws_options *o, const char *service, const char *setting,
+                      at_aws_client **out, char *err, size_t errlen)
 {
-    at_ddb_client *c;
+    at_aws_client *c;
     int rc = 0;
     char url[256];
 
@@ -142,15 +133,16 @@ int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, s
         pthread_mutex_init(&c->share_lock[i], NULL);
 
     c->region = strdup(o->region && *o->region ? o->region : "us-east-1");
-    if (!c->region) {
+    c->service = strdup(service);
+    if (!c->region || !c->service) {
         rc = AT_ENOMEM;
         goto out;
     }
     if (o->endpoint && *o->endpoint) {
-        rc = parse_endpoint(c, o->endpoint, err, errlen);
+        rc = parse_endpoint(c, o->endpoint, setting, err, errlen);
     } else {
-        snprintf(url, sizeof url, "https://dynamodb.%s.amazonaws.com", c->region);
-        rc = parse_endpoint(c, url, err, errlen);
+        snprintf(url, sizeof url, "https://%s.%s.amazonaws.com", c->service, c->region);
+        rc = parse_endpoint(c, url, setting, err, errlen);
     }
     if (rc) goto out;
 
@@ -163,8 +155,9 @@ int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, s
         c->access_key = strdup("local");
         c->secret_key = strdup("local");
     } else {
-        errmsg(err, errlen,
-               "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set to use DynamoDB");
+        if (err && errlen)
+            snprintf(err, errlen, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set to use %s",
+                     c->service);
         rc = AT_EINVAL;
         goto out;
     }
@@ -174,10 +167,10 @@ int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, s
         goto out;
     }
     c->connect_ms =
-        o->connect_timeout_ms > 0 ? o->connect_timeout_ms : AT_DDB_DEFAULT_CONNECT_TIMEOUT_MS;
+        o->connect_timeout_ms > 0 ? o->connect_timeout_ms : AT_AWS_DEFAULT_CONNECT_TIMEOUT_MS;
     c->request_ms =
-        o->request_timeout_ms > 0 ? o->request_timeout_ms : AT_DDB_DEFAULT_REQUEST_TIMEOUT_MS;
-    c->max_retries = o->max_retries >= 0 ? o->max_retries : AT_DDB_DEFAULT_MAX_RETRIES;
+        o->request_timeout_ms > 0 ? o->request_timeout_ms : AT_AWS_DEFAULT_REQUEST_TIMEOUT_MS;
+    c->max_retries = o->max_retries >= 0 ? o->max_retries : AT_AWS_DEFAULT_MAX_RETRIES;
 
     c->share = curl_share_init();
     if (!c->share) {
@@ -192,7 +185,7 @@ int at_ddb_client_new(const at_aws_options *o, at_ddb_client **out, char *err, s
 
 out:
     if (rc) {
-        at_ddb_client_free(c);
+        at_aws_client_free(c);
         return rc;
     }
     *out = c;
@@ -209,7 +202,7 @@ static void wipe_free(char *s)
     }
 }
 
-void at_ddb_client_free(at_ddb_client *c)
+void at_aws_client_free(at_aws_client *c)
 {
     if (!c) return;
     for (size_t i = 0; i < c->npool; i++)
@@ -219,6 +212,7 @@ void at_ddb_client_free(at_ddb_client *c)
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->share_lock[i]);
     pthread_mutex_destroy(&c->lock);
+    free(c->service);
     free(c->url);
     free(c->host);
     free(c->region);
@@ -229,7 +223,7 @@ void at_ddb_client_free(at_ddb_client *c)
 }
 
 /* Takes a handle from the pool (the most recently returned), or makes one. */
-static CURL *handle_take(at_ddb_client *c)
+static CURL *handle_take(at_aws_client *c)
 {
     CURL *h = NULL;
     pthread_mutex_lock(&c->lock);
@@ -249,7 +243,7 @@ static CURL *handle_take(at_ddb_client *c)
 }
 
 /* Returns a handle to the pool; a handle that cannot be kept is freed. */
-static void handle_give(at_ddb_client *c, CURL *h)
+static void handle_give(at_aws_client *c, CURL *h)
 {
     if (!h) return;
     pthread_mutex_lock(&c->lock);
@@ -275,19 +269,17 @@ static void handle_give(at_ddb_client *c, CURL *h)
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 #define ZERO(field) __atomic_store_n(&(field), 0, __ATOMIC_RELAXED)
 
-void at_ddb_client_stats(const at_ddb_client *c, at_ddb_stats *out)
+void at_aws_client_stats(const at_aws_client *c, at_aws_stats *out)
 {
-    for (int i = 0; i < AT_DDB_OP_COUNT; i++)
-        out->requests[i] = LOAD(c->stats.requests[i]);
+    out->requests = LOAD(c->stats.requests);
     out->retries = LOAD(c->stats.retries);
     out->fresh_retries = LOAD(c->stats.fresh_retries);
     out->connects = LOAD(c->stats.connects);
 }
 
-void at_ddb_client_reset_stats(at_ddb_client *c)
+void at_aws_client_reset_stats(at_aws_client *c)
 {
-    for (int i = 0; i < AT_DDB_OP_COUNT; i++)
-        ZERO(c->stats.requests[i]);
+    ZERO(c->stats.requests);
     ZERO(c->stats.retries);
     ZERO(c->stats.fresh_retries);
     ZERO(c->stats.connects);
@@ -312,7 +304,7 @@ static uint64_t next_random(void)
     return x;
 }
 
-long at_ddb_backoff_ms(int attempt, long base_ms, long cap_ms)
+long at_aws_backoff_ms(int attempt, long base_ms, long cap_ms)
 {
     long ceiling = base_ms;
     for (int i = 0; i < attempt && ceiling < cap_ms; i++)
@@ -331,7 +323,7 @@ static void sleep_ms(long ms)
 
 /* ---- errors --------------------------------------------------------------------- */
 
-int at_ddb_error_type(const char *header, const json_t *body, char *out, size_t n)
+int at_aws_error_type(const char *header, const json_t *body, char *out, size_t n)
 {
     const char *t = header;
     const char *hash, *start, *end;
@@ -376,7 +368,8 @@ static const char *const throttling_types[] = {
     NULL,
 };
 
-/* Maps an HTTP answer to an AT_* code; *retry is set when it is worth retrying. */
+/* Maps an HTTP answer to an AT_* code; *retry is set when it is worth retrying. A
+ * refusal no retry can mend is AT_EIO here: the service's client maps its type. */
 static int classify(long status, const char *type, int *retry)
 {
     *retry = 0;
@@ -389,17 +382,12 @@ static int classify(long status, const char *type, int *retry)
         *retry = 1;
         return AT_EUNAVAIL;
     }
-    if (strcmp(type, "ConditionalCheckFailedException") == 0) return AT_ECOND;
-    if (strcmp(type, "ResourceNotFoundException") == 0) return AT_ENOTABLE;
-    if (strcmp(type, "ValidationException") == 0 || strcmp(type, "SerializationException") == 0)
-        return AT_EINVAL;
-    if (strcmp(type, "ItemCollectionSizeLimitExceededException") == 0 || status == 413)
-        return AT_ETOOBIG;
+    if (status == 413) return AT_ETOOBIG;
     return AT_EIO;
 }
 
 /* Copies an AWS error message, unless it may echo credentials. */
-static void copy_message(at_ddb_client *c, const json_t *body, const char *type, char *out,
+static void copy_message(at_aws_client *c, const json_t *body, const char *type, char *out,
                          size_t n)
 {
     const char *m = json_string_value(json_object_get(body, "message"));
@@ -416,14 +404,17 @@ static void copy_message(at_ddb_client *c, const json_t *body, const char *type,
 /* ---- one call ------------------------------------------------------------------- */
 
 typedef struct answer {
-    at_buf body;
+    at_buf *body;
+    int too_big;      /* the answer passed the body's cap */
     char errtype[96]; /* X-Amzn-ErrorType header */
 } answer;
 
 static size_t on_body(char *p, size_t size, size_t n, void *u)
 {
     answer *a = u;
-    return at_buf_add(&a->body, p, size * n) ? 0 : size * n;
+    int rc = at_buf_add(a->body, p, size * n);
+    if (rc == AT_ETOOBIG) a->too_big = 1;
+    return rc ? 0 : size * n;
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *u)
@@ -441,25 +432,25 @@ static size_t on_header(char *p, size_t size, size_t n, void *u)
 }
 
 /* Builds the signed header list of one attempt. */
-static int make_headers(at_ddb_client *c, at_ddb_op op, const char *body, size_t len,
-                        struct curl_slist **out)
+static int make_headers(at_aws_client *c, const at_aws_request *r, struct curl_slist **out)
 {
-    char target[64], line[8192];
-    at_sigv4_header h[3];
-    at_sigv4_request r;
+    char line[8192];
+    at_sigv4_header h[AT_AWS_MAX_HEADERS + 1];
+    at_sigv4_request sr;
     at_sigv4_creds cr = {c->access_key, c->secret_key, c->session_token};
-    at_sigv4_scope s = {c->region, "dynamodb", at_now_us() / 1000000, 0};
+    at_sigv4_scope s = {c->region, c->service, at_now_us() / 1000000, 0};
     at_sigv4_result res;
     struct curl_slist *l = NULL, *t;
+    size_t nh = 0;
     int rc;
 
     *out = NULL;
-    snprintf(target, sizeof target, TARGET_PREFIX "%s", op_names[op]);
-    h[0] = (at_sigv4_header){"Host", c->host};
-    h[1] = (at_sigv4_header){"Content-Type", "application/x-amz-json-1.0"};
-    h[2] = (at_sigv4_header){"X-Amz-Target", target};
-    r = (at_sigv4_request){"POST", "/", NULL, h, 3, body, len};
-    rc = at_sigv4_sign(&r, &cr, &s, &res);
+    memset(&res, 0, sizeof res);
+    h[nh++] = (at_sigv4_header){"Host", c->host};
+    for (size_t i = 0; i < r->nheaders; i++)
+        h[nh++] = r->headers[i];
+    sr = (at_sigv4_request){r->method, r->path, r->query, h, nh, r->body, r->len};
+    rc = at_sigv4_sign(&sr, &cr, &s, &res);
     if (rc) goto out;
 
 #define APPEND(...)                                                                                \
@@ -473,7 +464,7 @@ static int make_headers(at_ddb_client *c, at_ddb_op op, const char *body, size_t
         l = t;                                                                                     \
     } while (0)
 
-    for (int i = 0; i < 3; i++)
+    for (size_t i = 0; i < nh; i++)
         APPEND("%s: %s", h[i].name, h[i].value);
     for (size_t i = 0; i < res.nadd; i++)
         APPEND("%s: %s", res.add[i].name, res.add[i].value);
@@ -490,60 +481,87 @@ out:
     return rc;
 }
 
+/* Sets the method, URL and body of one attempt on a reused handle. */
+static int set_request(at_aws_client *c, CURL *h, const at_aws_request *r, at_buf *url)
+{
+    at_buf_reset(url);
+    if (at_buf_adds(url, c->url) || at_buf_adds(url, r->path && *r->path ? r->path : "/") ||
+        (r->query && *r->query && (at_buf_addc(url, '?') || at_buf_adds(url, r->query))))
+        return AT_ENOMEM;
+    curl_easy_setopt(h, CURLOPT_URL, at_buf_str(url));
+    if (strcmp(r->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+        return 0;
+    }
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->len ? r->body : "");
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(r->method, "POST") == 0 ? NULL : r->method);
+    return 0;
+}
+
 static int is_connection_error(CURLcode cc)
 {
     return cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING ||
            cc == CURLE_PARTIAL_FILE;
 }
 
-static void log_retry(at_ddb_op op, int attempt, long status, const char *why, long sleep)
+static void log_retry(at_aws_client *c, const char *label, int attempt, long status,
+                      const char *why, long sleep)
 {
     json_t *f;
     if (!at_log_enabled(AT_LOG_WARN)) return;
-    f = json_pack("{s:s, s:i, s:I, s:s, s:I}", "op", op_names[op], "attempt", attempt + 1, "status",
-                  (json_int_t)status, "reason", why, "backoff_ms", (json_int_t)sleep);
-    at_log_json(AT_LOG_WARN, "dynamodb request failed, retrying", f);
+    f = json_pack("{s:s, s:s, s:i, s:I, s:s, s:I}", "service", c->service, "op", label, "attempt",
+                  attempt + 1, "status", (json_int_t)status, "reason", why, "backoff_ms",
+                  (json_int_t)sleep);
+    at_log_json(AT_LOG_WARN, "aws request failed, retrying", f);
     json_decref(f);
 }
 
-static void log_giveup(at_ddb_op op, int attempts, long status, const char *why, int rc)
+static void log_giveup(at_aws_client *c, const char *label, int attempts, long status,
+                       const char *why, int rc)
 {
     json_t *f;
     if (!at_log_enabled(AT_LOG_WARN)) return;
-    f = json_pack("{s:s, s:i, s:I, s:s, s:s}", "op", op_names[op], "attempts", attempts, "status",
-                  (json_int_t)status, "reason", why, "error", at_strerror(rc));
-    at_log_json(AT_LOG_WARN, "dynamodb request failed", f);
+    f = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s}", "service", c->service, "op", label,
+                  "attempts", attempts, "status", (json_int_t)status, "reason", why, "error",
+                  at_strerror(rc));
+    at_log_json(AT_LOG_WARN, "aws request failed", f);
     json_decref(f);
 }
 
-int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp, at_ddb_error *e)
+/* Reads the error type and message of a refused request from its answer. */
+static void read_refusal(at_aws_client *c, const answer *a, at_aws_error *e)
 {
-    at_ddb_error local;
-    char *body = NULL;
-    size_t len;
+    json_t *doc = NULL;
+    if (a->body->len && a->body->ptr[0] == '{')
+        doc = json_loadb(a->body->ptr, a->body->len, JSON_ALLOW_NUL, NULL);
+    at_aws_error_type(a->errtype[0] ? a->errtype : NULL, doc, e->type, sizeof e->type);
+    copy_message(c, doc, e->type, e->message, sizeof e->message);
+    json_decref(doc);
+}
+
+int at_aws_call(at_aws_client *c, const at_aws_request *r, at_buf *body, at_aws_error *e)
+{
+    at_aws_error local;
+    const char *label = r->label ? r->label : r->method;
     CURL *h = NULL;
+    at_buf url;
     answer a;
     int rc = 0, attempt = 0, fresh_tried = 0;
     int64_t deadline = at_monotonic_us() + (int64_t)c->request_ms * 1000;
 
-    *resp = NULL;
     if (!e) e = &local;
     memset(e, 0, sizeof *e);
-    at_buf_init(&a.body, MAX_RESPONSE);
-    if ((unsigned)op >= AT_DDB_OP_COUNT || !json_is_object(req)) return AT_EINVAL;
-
-    body = json_dumps(req, JSON_COMPACT);
-    if (!body) return AT_ENOMEM;
-    len = strlen(body);
-    if (len > MAX_REQUEST) {
-        rc = AT_ETOOBIG;
-        goto out;
-    }
+    memset(&a, 0, sizeof a);
+    a.body = body;
+    at_buf_init(&url, 4096);
+    at_buf_reset(body);
+    if (!r->method || r->nheaders > AT_AWS_MAX_HEADERS || (r->len && !r->body)) return AT_EINVAL;
+    if (r->len > AT_AWS_MAX_REQUEST) return AT_ETOOBIG;
     h = handle_take(c);
-    if (!h) {
-        rc = AT_ENOMEM;
-        goto out;
-    }
+    if (!h) return AT_ENOMEM;
 
     for (;;) {
         struct curl_slist *headers = NULL;
@@ -551,7 +569,6 @@ int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp
         long status = 0, connects = 0, left_ms, sleep = 0;
         int retry = 0;
         const char *why = "";
-        json_t *doc = NULL;
 
         left_ms = (long)((deadline - at_monotonic_us()) / 1000);
         if (left_ms <= 0) {
@@ -559,14 +576,15 @@ int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp
             snprintf(e->message, sizeof e->message, "no answer within %ld ms", c->request_ms);
             break;
         }
-        rc = make_headers(c, op, body, len, &headers);
-        if (rc) break;
-        at_buf_reset(&a.body);
+        rc = make_headers(c, r, &headers);
+        if (!rc) rc = set_request(c, h, r, &url);
+        if (rc) {
+            curl_slist_free_all(headers);
+            break;
+        }
+        at_buf_reset(body);
+        a.too_big = 0;
         a.errtype[0] = '\0';
-        curl_easy_setopt(h, CURLOPT_URL, c->url);
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
@@ -577,7 +595,8 @@ int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp
                          c->connect_ms < left_ms ? c->connect_ms : left_ms);
         curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, fresh_tried == 1 ? 1L : 0L);
 
-        ADD(c->stats.requests[op]);
+        ADD(c->stats.requests);
+        if (r->counter) ADD(*r->counter);
         e->attempts++;
         cc = curl_easy_perform(h);
         curl_slist_free_all(headers);
@@ -598,7 +617,7 @@ int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp
                 rc = AT_ENOMEM;
                 break;
             }
-            if (cc == CURLE_WRITE_ERROR && a.body.len >= MAX_RESPONSE) {
+            if (cc == CURLE_WRITE_ERROR && a.too_big) {
                 rc = AT_ETOOBIG;
                 break;
             }
@@ -612,44 +631,29 @@ int at_ddb_call(at_ddb_client *c, at_ddb_op op, const json_t *req, json_t **resp
             rc = AT_EUNAVAIL;
             retry = 1;
         } else {
-            json_error_t jerr;
-            doc = a.body.len ? json_loadb(a.body.ptr, a.body.len, JSON_ALLOW_NUL, &jerr) : NULL;
-            at_ddb_error_type(a.errtype[0] ? a.errtype : NULL, doc, e->type, sizeof e->type);
+            if (status < 200 || status >= 300) read_refusal(c, &a, e);
             rc = classify(status, e->type, &retry);
-            if (rc == 0) {
-                if (!json_is_object(doc)) {
-                    json_decref(doc);
-                    rc = AT_EIO;
-                    snprintf(e->message, sizeof e->message, "unreadable answer from DynamoDB");
-                    break;
-                }
-                *resp = doc;
-                break;
-            }
-            copy_message(c, doc, e->type, e->message, sizeof e->message);
-            json_decref(doc);
+            if (rc == 0) break;
             why = e->type[0] ? e->type : "HTTP error";
         }
         if (!retry) break;
         if (attempt >= c->max_retries) {
-            log_giveup(op, e->attempts, e->http_status, why, rc);
+            log_giveup(c, label, e->attempts, e->http_status, why, rc);
             break;
         }
-        sleep = at_ddb_backoff_ms(attempt, AT_DDB_BACKOFF_BASE_MS, AT_DDB_BACKOFF_CAP_MS);
+        sleep = at_aws_backoff_ms(attempt, AT_AWS_BACKOFF_BASE_MS, AT_AWS_BACKOFF_CAP_MS);
         left_ms = (long)((deadline - at_monotonic_us()) / 1000);
         if (sleep >= left_ms) {
-            log_giveup(op, e->attempts, e->http_status, why, rc);
+            log_giveup(c, label, e->attempts, e->http_status, why, rc);
             break;
         }
-        log_retry(op, attempt, e->http_status, why, sleep);
+        log_retry(c, label, attempt, e->http_status, why, sleep);
         sleep_ms(sleep);
         attempt++;
         ADD(c->stats.retries);
     }
-
-out:
+    if (rc) at_buf_reset(body);
     handle_give(c, h);
-    at_buf_release(&a.body);
-    free(body);
+    at_buf_release(&url);
     return rc;
 }
