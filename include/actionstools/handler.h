@@ -64,6 +64,12 @@ typedef struct at_route_param {
 /* Every path parameter of the route table, ended by a row with name NULL. */
 extern const at_route_param at_route_params[];
 
+/* Checks the route table at start-up: every resource and list it serves against the
+ * table schema (index and attribute names, key types), and each route against what
+ * its kind needs (src/api/check.c). Returns 0, or AT_EINVAL with a message for the
+ * operator in err. */
+int at_api_check_routes(const at_route *routes, char *err, size_t errlen);
+
 /* The settings a handler may read: never a secret (the configuration as a whole stays
  * with the pipeline). */
 typedef struct at_api_settings {

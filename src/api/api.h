@@ -31,11 +31,6 @@ extern const at_resource at_notes;
 extern const at_list_def at_notes_by_target[];
 extern const at_list_def at_notes_by_owner[];
 
-/* Checks every resource and list of the route table against the schema (model.h) and
- * that each engine route has what its kind needs. Returns 0, or AT_EINVAL with a
- * message for the operator in err. */
-int at_api_check_routes(const at_route *routes, char *err, size_t errlen);
-
 /* ---- items as answers (item.c) ---- */
 
 /* The largest single-item answer (an item is at most 400 KB stored; its JSON text can

@@ -71,6 +71,8 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
         snprintf(err, errlen, "the route table is malformed");
         goto out;
     }
+    rc = at_api_check_routes(at_routes, err, errlen);
+    if (rc) goto out;
     if (cfg->jwt_secret || cfg->jwt_public_key_file) {
         at_jwt_config jc = {cfg->jwt_secret, cfg->jwt_public_key_file, NULL, cfg->jwt_issuer,
                             cfg->jwt_audience};
