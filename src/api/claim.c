@@ -53,15 +53,35 @@ static int existing(at_ctx *c, const at_resource *r, const json_t *key, const ch
     return 0;
 }
 
-/* Returns 1 when an item of this uuid written without a claim is in the tenant on
- * another record (answered 409), -1 after a storage error, 0 otherwise. */
-static int unclaimed_elsewhere(at_ctx *c, const at_resource *r, const char *pk, const char *uuid)
+/* Builds the claim of uuid for (partition pk, owner). Returns a new item or NULL. */
+static json_t *claim_item(at_ctx *c, const at_resource *r, const char *name, const char *uuid,
+                          const char *pk, const char *owner)
+{
+    json_t *item = json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}", "counter_seq_key",
+                             "S", name, "resource", "S", r->plural, "instance_id", "S",
+                             c->id->instance_id, "uuid", "S", uuid, "partition", "S", pk, "owner_uuid",
+                             "S", owner);
+    if (item && at_api_set_now(r, item, "created_at")) {
+        json_decref(item);
+        item = NULL;
+    }
+    return item;
+}
+
+/* Looks for an item of this uuid in the tenant written without a claim (by the
+ * original service). When there is one on another record or of another owner, the
+ * claim just made for (pk, caller) is pointed at it, so that its owner's retries find
+ * it; an item elsewhere answers 409. Returns 1 to go on, 0 after answering. */
+static int check_unclaimed(at_ctx *c, const at_resource *r, const char *name, const char *pk,
+                           const char *uuid)
 {
     const at_table_def *t = at_schema_table(r->table);
-    json_t *inst = at_av_s(c->id->instance_id), *u = at_av_s(uuid), *found;
+    json_t *inst = at_av_s(c->id->instance_id), *u = at_av_s(uuid), *fix = NULL, *me = NULL, *pkav = NULL;
+    const json_t *found;
+    const char *fpk, *fowner;
     at_page page = {0};
     at_query q;
-    int rc, out = 0;
+    int rc, out = 1;
     if (!r->uuid_index) goto done;
     memset(&q, 0, sizeof q);
     q.table = r->table;
@@ -72,17 +92,30 @@ static int unclaimed_elsewhere(at_ctx *c, const at_resource *r, const char *pk, 
     q.limit = 1;
     rc = at_store_query(c->store, &q, &page);
     found = json_array_get(page.items, 0);
+    fpk = at_item_s(found, t->pk.name);
+    fowner = at_item_s(found, "owner_uuid");
     if (rc) {
         at_reply_store_error(c, rc, "look up a uuid");
-        out = -1;
-    } else if (found && (!at_item_s(found, t->pk.name) || strcmp(at_item_s(found, t->pk.name), pk) != 0)) {
-        refuse(c, r, uuid);
-        out = 1;
+        out = 0;
+    } else if (found && fpk && fowner && (strcmp(fpk, pk) != 0 || strcmp(fowner, c->id->user_uuid) != 0)) {
+        at_clause mine[2] = {{"partition", AT_OP_EQ, pkav = at_av_s(pk), NULL},
+                             {"owner_uuid", AT_OP_EQ, me = at_av_s(c->id->user_uuid), NULL}};
+        at_cond cond = {mine, 2};
+        /* Best effort: were it lost, only that owner's retries would get 409. */
+        if ((fix = claim_item(c, r, name, uuid, fpk, fowner)) && pkav && me)
+            at_store_put(c->store, AT_TABLE_COUNTERS, fix, &cond);
+        if (strcmp(fpk, pk) != 0) {
+            refuse(c, r, uuid);
+            out = 0;
+        }
     }
     at_page_release(&page);
 done:
     json_decref(inst);
     json_decref(u);
+    json_decref(fix);
+    json_decref(me);
+    json_decref(pkav);
     return out;
 }
 
@@ -93,14 +126,12 @@ static int claim(at_ctx *c, const at_resource *r, const char *pk, const char *uu
     const char *name = at_arena_printf(c->arena, "uuid#%s#%s#%s", r->plural, c->id->instance_id, uuid);
     at_clause nx = {"counter_seq_key", AT_OP_NOT_EXISTS, NULL, NULL};
     at_cond cond = {&nx, 1};
-    json_t *item, *ckey = NULL, *held = NULL;
+    json_t *item = name ? claim_item(c, r, name, uuid, pk, c->id->user_uuid) : NULL, *ckey = NULL,
+           *held = NULL;
     const char *held_pk, *held_owner;
     int rc, out = 0;
 
-    item = json_pack("{s:{s:s?}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}", "counter_seq_key", "S",
-                     name, "resource", "S", r->plural, "instance_id", "S", c->id->instance_id, "uuid",
-                     "S", uuid, "partition", "S", pk, "owner_uuid", "S", c->id->user_uuid);
-    if (!item || !name || at_api_set_now(r, item, "created_at")) {
+    if (!item) {
         at_reply_error(c, 500, "out of memory");
         goto out;
     }
@@ -127,7 +158,9 @@ static int claim(at_ctx *c, const at_resource *r, const char *pk, const char *uu
         }
         if (!existing(c, r, key, uuid)) goto out;
     }
-    out = unclaimed_elsewhere(c, r, pk, uuid) == 0;
+    /* The item is written only after this check, by whoever writes it: so a claim that
+     * points nowhere yet never lets a second item in. */
+    out = check_unclaimed(c, r, name, pk, uuid);
 out:
     json_decref(item);
     json_decref(ckey);
