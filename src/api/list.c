@@ -193,14 +193,14 @@ int at_pager_phase(const at_pager *p)
 }
 
 /* Returns 1 when key holds attribute a (if the key has such a part) with an AV of a's
- * schema type. */
+ * schema type that a store accepts as a key value (a string not empty). */
 static int key_part_ok(const json_t *key, const at_attr_def *a)
 {
-    const json_t *av;
+    const json_t *av, *v;
     if (!a->name) return 1;
     av = json_object_get(key, a->name);
-    return json_is_object(av) && json_object_size(av) == 1 &&
-           json_is_string(json_object_get(av, a->type == AT_KEY_S ? "S" : "N"));
+    v = json_object_get(av, a->type == AT_KEY_S ? "S" : "N");
+    return json_is_object(av) && json_object_size(av) == 1 && json_is_string(v) && json_string_length(v) > 0;
 }
 
 /* Counts the distinct key attributes of a table (and index). */
