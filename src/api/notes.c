@@ -71,7 +71,16 @@ static int after(const json_t *item, const char *u, const char *id)
     return r ? r < 0 : strcmp(at_item_s(item, "uuid"), id) < 0;
 }
 
-/* Sets the list's is_pinned filter: EQ 1 (pinned only) or NE 1 (the others, and
+/* Returns the stored form of is_pinned true (a new AV), or NULL when out of memory. */
+static json_t *pinned(void)
+{
+    json_t *av = NULL;
+    char why[64];
+    at_model_field_value(at_model_field(&at_notes, "is_pinned"), json_true(), &av, why, sizeof why);
+    return av;
+}
+
+/* Sets the list's is_pinned filter: EQ true (pinned only) or NE true (the others, and
  * notes written before is_pinned existed). Returns 0 or an AT_* code. */
 static int pinned_filter(at_list_query *lq, at_op op)
 {
@@ -80,7 +89,7 @@ static int pinned_filter(at_list_query *lq, at_op op)
         lq->filters[n - 1].op = op;
         return 0;
     }
-    return at_api_list_query_filter(lq, "is_pinned", op, at_av_n_int(1));
+    return at_api_list_query_filter(lq, "is_pinned", op, pinned());
 }
 
 /* Adds the pinned notes of items after the cursor's position, sorted. */
@@ -113,7 +122,7 @@ static void pinned_phase(at_pager *p, const at_list_def *l, at_list_query *lq)
 {
     at_query pq = lq->q;
     at_page page = {0};
-    json_t *one = at_av_n_int(1);
+    json_t *one = pinned();
     int rc;
     pq.index = l->index2;
     pq.sk = (at_clause){"is_pinned", AT_OP_EQ, one, NULL};
