@@ -1,7 +1,6 @@
 /* The resource engine: create, get, get by uuid, patch, delete, restore and lists for
  * any resource, from its descriptor (model.h) and the route that names it. */
 #include <stdio.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "api.h"
