@@ -295,6 +295,104 @@ static void test_text_values(void **state)
     assert_null(at_model_text_value(at_model_field(&r, "colour"), "blue", why, sizeof why));
 }
 
+/* The resources of issues 8 and 9, sketched as descriptors against the real schema: the
+ * descriptor can express them (keys from the tenant or the caller, epoch timestamps,
+ * client-sent target_uuid, nullable fields, choices, a key from the path, plans chosen
+ * by a query parameter, an order parameter, filters). */
+static void test_descriptors_for_the_next_resources(void **state)
+{
+    static const char *const statuses[] = {"open", "in_progress", "blocked", "done", "cancelled", NULL};
+    static const char *const priorities[] = {"low", "normal", "high", "urgent", NULL};
+    static const char *const nflags[] = {"is_read", "is_hidden", NULL};
+    static const at_field comment_f[] = {
+        {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the record"},
+        {"data", AT_F_JSON, AT_FF_CREATE | AT_FF_PATCH | AT_FF_REQUIRED, .doc = "the comment"},
+        {"parent_uuid", AT_F_UUID, AT_FF_CREATE, .doc = "the comment answered"},
+        {NULL},
+    };
+    static const at_field file_f[] = {
+        {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the record"},
+        {"file_name", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_REQUIRED, 1, 1024, .doc = "name"},
+        {"content_type", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .def = "\"application/octet-stream\"", .doc = "type"},
+        {"size", AT_F_INT, AT_FF_CREATE | AT_FF_PATCH, 0, INT64_MAX, .doc = "bytes"},
+        {"url", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "http(s) URL"},
+        {"document_uuid", AT_F_UUID, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "a document"},
+        {"data", AT_F_JSON, AT_FF_CREATE | AT_FF_PATCH, .doc = "anything"},
+        {NULL},
+    };
+    static const at_field setting_f[] = {
+        {"config_value", AT_F_JSON, AT_FF_CREATE | AT_FF_PATCH | AT_FF_REQUIRED, .doc = "the value"},
+        {"config_type", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .doc = "a type"},
+        {"category", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .doc = "a category"},
+        {NULL},
+    };
+    static const at_field notification_f[] = {
+        {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the recipient"},
+        {"is_read", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "read"},
+        {"is_hidden", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "hidden"},
+        {"kind", AT_F_STRING, AT_FF_SERVICE, .doc = "what happened"},
+        {NULL},
+    };
+    static const at_field task_f[] = {
+        {"title", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_REQUIRED, 1, 500, .doc = "title"},
+        {"status", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = statuses, .def = "\"open\"", .doc = "status"},
+        {"priority", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = priorities, .def = "\"normal\"", .doc = "p"},
+        {"assignee_uuid", AT_F_UUID, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "assignee"},
+        {"assignee_name", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "name"},
+        {"target_uuid", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "sent by clients"},
+        {"due_at", AT_F_INT, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, .doc = "epoch seconds"},
+        {"data", AT_F_JSON, AT_FF_CREATE | AT_FF_PATCH, .doc = "anything"},
+        {NULL},
+    };
+    const at_resource comments = {"comment", "comments", AT_TABLE_COMMENTS, {AT_SRC_PATH, "target_uuid"},
+                                  {AT_SRC_NEW_UUID, "uuid"}, NULL, comment_f, 0, AT_PERM_OWNER, AT_PERM_OWNER,
+                                  {leading, NULL, hidden, 1}};
+    const at_resource files = {"file", "files", AT_TABLE_FILES, {AT_SRC_PATH, "target_uuid"},
+                               {AT_SRC_NEW_UUID, "uuid"}, NULL, file_f, 0, AT_PERM_OWNER, AT_PERM_OWNER,
+                               {leading, NULL, hidden, 1}};
+    const at_resource settings = {"setting", "settings", AT_TABLE_SETTINGS, {AT_SRC_TENANT, NULL},
+                                  {AT_SRC_PATH, "config_key"}, NULL, setting_f, 0, AT_PERM_ADMIN, AT_PERM_ADMIN,
+                                  {leading, NULL, hidden, 1}};
+    const at_resource notifications = {"notification", "notifications", AT_TABLE_NOTIFICATIONS,
+                                       {AT_SRC_USER, NULL}, {AT_SRC_NEW_UUID, "uuid"}, NULL, notification_f, 0,
+                                       AT_PERM_ANY, AT_PERM_ANY, {leading, nflags, hidden, 1}};
+    const at_resource tasks = {"task", "tasks", AT_TABLE_TASKS, {AT_SRC_TENANT, NULL}, {AT_SRC_NEW_UUID, "uuid"},
+                               "instance_id-uuid-index", task_f, 1, AT_PERM_OWNER_ASSIGNEE, AT_PERM_OWNER,
+                               {leading, NULL, hidden, 1}};
+    const at_list_def comment_lists[] = {
+        {.index = "target_uuid-created_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .forward = 1,
+         .order_param = "order", .doc = "oldest first"},
+        {NULL},
+    };
+    const at_list_def setting_lists[] = {
+        {.when = "category", .index = "category-created_at-index", .pk = {AT_SRC_QUERY, "category"}, .doc = "c"},
+        {.index = "instance_id-config_type-index", .pk = {AT_SRC_TENANT, NULL}, .sk_param = "config_type",
+         .sk_op = AT_OP_EQ, .doc = "all, or of one config_type"},
+        {NULL},
+    };
+    const at_list_filter unread[] = {{"is_read", "is_read", AT_OP_EQ}, {NULL}};
+    const at_list_def inbox[] = {
+        {.index = "target_uuid-created_at-index", .pk = {AT_SRC_USER, NULL}, .filters = unread, .doc = "inbox"},
+        {NULL},
+    };
+    const at_list_def task_lists[] = {
+        {.when = "assignee_name", .index = "instance_id-assignee_name-index", .pk = {AT_SRC_TENANT, NULL},
+         .sk_param = "assignee_name", .sk_op = AT_OP_BEGINS_WITH, .doc = "by name prefix"},
+        {.index = "instance_id-created_at-index", .pk = {AT_SRC_TENANT, NULL}, .order_param = "order", .doc = "all"},
+        {NULL},
+    };
+    const at_resource *all[] = {&comments, &files, &settings, &notifications, &tasks};
+    char err[512] = "";
+    (void)state;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (at_model_check_resource(all[i], err, sizeof err)) fail_msg("%s", err);
+    if (at_model_check_list(&comments, comment_lists, "/targets/{target_uuid}/comments", err, sizeof err) ||
+        at_model_check_list(&settings, setting_lists, "/settings", err, sizeof err) ||
+        at_model_check_list(&notifications, inbox, "/notifications", err, sizeof err) ||
+        at_model_check_list(&tasks, task_lists, "/tasks", err, sizeof err))
+        fail_msg("%s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_index_typo),        cmocka_unit_test(test_resource_mistakes),
         cmocka_unit_test(test_list_mistakes),     cmocka_unit_test(test_route_mistakes),
         cmocka_unit_test(test_field_values),      cmocka_unit_test(test_text_values),
+        cmocka_unit_test(test_descriptors_for_the_next_resources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
