@@ -21,6 +21,7 @@ typedef struct at_config {
     char *jwt_secret;                  /* AUTH_JWT_SECRET */
     char *jwt_public_key_file;         /* AUTH_JWT_PUBLIC_KEY_FILE */
     char *jwt_issuer, *jwt_audience;
+    char *cursor_secret;               /* CURSOR_SECRET, or NULL: see docs/auth.md */
     char **cors_origins; /* CORS_ALLOW_ORIGINS split on ',' */
     size_t ncors_origins;
     int cors_any; /* the list is "*" */

@@ -28,6 +28,18 @@ typedef struct at_cursor_key {
  * (the key is then all zero). */
 int at_cursor_key_derive(at_cursor_key *key /* OUT */, const void *secret, size_t len);
 
+typedef struct at_store at_store;
+
+/* The counters-table item that keeps a generated cursor secret (docs/auth.md). */
+#define AT_CURSOR_SECRET_ITEM "actionstools#cursor_secret"
+
+/* Sets key from the cursor secret kept in the store, generating one first when there
+ * is none: 32 random bytes written with a conditional put, so that every server of a
+ * deployment ends up with the same secret whoever writes first. For deployments that
+ * configure only a public key for tokens (no secret to derive from). Returns 0, or an
+ * AT_* code with a message for the operator in err (a missing table: run setup). */
+int at_cursor_key_stored(at_store *s, at_cursor_key *key /* OUT */, char *err, size_t errlen);
+
 /* Returns a new cursor for payload (an object, borrowed) bound to scope, in a string
  * the caller frees with free(). Returns NULL when payload is not an object, the cursor
  * would be longer than AT_CURSOR_MAX_LEN, or out of memory. */

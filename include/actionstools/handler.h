@@ -22,17 +22,53 @@ enum {
     AT_R_BODY = 1u << 2    /* takes a JSON body: 415 when not application/json */
 };
 
+/* What a route does to its resource: the engine's operations, for the handlers and the
+ * API document. */
+typedef enum {
+    AT_RK_OTHER = 0,   /* a route of its own (health, setup) */
+    AT_RK_CREATE,      /* POST a collection: 201 with the item */
+    AT_RK_GET,         /* GET one item by its key */
+    AT_RK_GET_BY_UUID, /* GET one item by uuid within the caller's tenant */
+    AT_RK_PATCH,       /* change fields */
+    AT_RK_DELETE,      /* soft delete: 204 */
+    AT_RK_RESTORE,     /* undo a soft delete */
+    AT_RK_LIST         /* a cursor-paged list */
+} at_route_kind;
+
+struct at_resource;
+struct at_list_def;
+
 /* One row of the route table (src/api/routes.c). */
 typedef struct at_route {
     const char *method;  /* "GET", "POST", "PUT", "PATCH", "DELETE" */
     const char *pattern; /* "/targets/{target_uuid}/notes/{uuid}" */
     at_handler_fn handler;
     unsigned flags;      /* AT_R_* */
-    const char *summary; /* one line for the route listing */
+    const char *summary; /* one line for the route listing and the API document */
+    const struct at_resource *resource; /* the resource served (model.h), or NULL */
+    at_route_kind kind;
+    const struct at_list_def *list; /* AT_RK_LIST: its plans, ended by one with doc NULL */
 } at_route;
 
 /* The route table, ended by a row with method NULL. */
 extern const at_route at_routes[];
+
+/* A path parameter of the route table: what it names (in "... not found" messages) and
+ * a line for the API document. */
+typedef struct at_route_param {
+    const char *name; /* "target_uuid" */
+    const char *what; /* "target"; NULL: the route's resource ("note") */
+    const char *doc;
+} at_route_param;
+
+/* Every path parameter of the route table, ended by a row with name NULL. */
+extern const at_route_param at_route_params[];
+
+/* Checks the route table at start-up: every resource and list it serves against the
+ * table schema (index and attribute names, key types), and each route against what
+ * its kind needs (src/api/check.c). Returns 0, or AT_EINVAL with a message for the
+ * operator in err. */
+int at_api_check_routes(const at_route *routes, char *err, size_t errlen);
 
 /* The settings a handler may read: never a secret (the configuration as a whole stays
  * with the pipeline). */

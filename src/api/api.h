@@ -1,6 +1,7 @@
-/* Handlers of the route table and the helpers every resource shares: turning items
- * into answers, validating bodies, loading with tenancy checks, read-modify-write with
- * versions and If-Match, and cursor-paged lists. */
+/* The API layer: the route handlers of the generic resource engine (engine.c), the
+ * resources' descriptors (one file each: notes.c...), and the helpers they share:
+ * answers (item.c), read-modify-write with versions and If-Match (item.c), client
+ * uuids (claim.c) and cursor-paged lists (list.c). */
 #ifndef AT_API_H
 #define AT_API_H
 
@@ -8,69 +9,71 @@
 
 #include "actionstools/av.h"
 #include "actionstools/handler.h"
+#include "actionstools/model.h"
 #include "actionstools/store.h"
 #include "actionstools/timeutil.h"
 
-/* ---- handlers (one file per resource) ---- */
+/* ---- handlers ---- */
 void at_api_health(at_ctx *c);
 void at_api_setup_install(at_ctx *c);
-void at_api_notes_create(at_ctx *c);
-void at_api_notes_list(at_ctx *c);
-void at_api_notes_get(at_ctx *c);
-void at_api_notes_get_by_uuid(at_ctx *c);
-void at_api_notes_patch(at_ctx *c);
-void at_api_notes_delete(at_ctx *c);
-void at_api_notes_restore(at_ctx *c);
-void at_api_notes_by_user(at_ctx *c);
 
-/* ---- items as answers ---- */
+/* The engine's handlers: each serves c->route->resource as c->route says (model.h). */
+void at_engine_create(at_ctx *c);
+void at_engine_get(at_ctx *c);
+void at_engine_get_by_uuid(at_ctx *c);
+void at_engine_patch(at_ctx *c);
+void at_engine_delete(at_ctx *c);
+void at_engine_restore(at_ctx *c);
+void at_engine_list(at_ctx *c);
 
-/* The largest answer a list may build (100 items of up to 400 KB). */
+/* ---- resources ---- */
+extern const at_resource at_notes;
+extern const at_list_def at_notes_by_target[];
+extern const at_list_def at_notes_by_owner[];
+
+/* ---- items as answers (item.c) ---- */
+
+/* The largest single-item answer (an item is at most 400 KB stored; its JSON text can
+ * be larger where strings need escapes). */
 #define AT_API_MAX_ANSWER (64u * 1024 * 1024)
 
-/* Appends to b the JSON text of a stored item of table t as answers show it: key
- * fields first, then the other attributes by name, each converted from its AV; the
- * 0/1 flags (is_pinned, is_read, is_hidden) as booleans (false when an older item lacks
- * one its table has); version 0 when an older item has none; deleted_at left out; a
- * malformed attribute left out. Returns 0 or at_buf's errors. */
-int at_api_write_view(at_buf *b, at_table_id t, const json_t *item);
+/* What every resource's view writes first, in this order (when an item has them), and
+ * never; for at_view_spec (view.h). NULL-terminated. */
+extern const char *const at_api_view_leading[];
+extern const char *const at_api_view_hidden[];
+
+/* Appends to b the JSON text of a stored item of resource r as answers show it
+ * (r->view). Returns 0 or at_buf's errors. */
+int at_api_write_view(at_buf *b, const at_resource *r, const json_t *item);
 
 /* Answers status with the item's view and its version as ETag. */
-void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item);
+void at_api_reply_item(at_ctx *c, const at_resource *r, int status, const json_t *item);
 
-/* Returns the item's version (0 for items written before versions existed). */
-int64_t at_api_version(const json_t *item);
+/* Reads the item's version into *v: 0 for items written before versions existed.
+ * Returns 0, or AT_EINVAL (and *v 0) when the stored version is not a whole number
+ * from 0 to 2^63-1 (an imported item): such an item can no longer change. */
+int at_api_version(const json_t *item, int64_t *v /* OUT */);
 
-/* ---- request values ---- */
+/* Writes the current time into item's attr, in r's form (text or epoch seconds).
+ * Returns 0 or AT_ENOMEM. */
+int at_api_set_now(const at_resource *r, json_t *item, const char *attr);
+
+/* Returns 1 when the item is at most DynamoDB's 400 KB, else answers 413 and returns 0. */
+int at_api_fits(at_ctx *c, const json_t *item, const char *what);
 
 /* Returns the path parameter name when it is a usable key value (1..256 bytes, no
- * control characters), else answers 404 and returns NULL. */
+ * control characters), else answers 404 "<what> not found" and returns NULL. */
 const char *at_api_key_param(at_ctx *c, const char *name, const char *what);
+
+/* Returns what a path parameter names in messages: at_route_params' word, the
+ * resource's name for its own key, else the parameter's name. */
+const char *at_api_param_what(const at_ctx *c, const char *param);
 
 /* Returns the text of v when it is a string without an embedded NUL (usable as an
  * identifier), else NULL. Borrowed. */
 const char *at_api_string(const json_t *v);
 
-/* Checks body members: members in service_set get "set by the service; remove it",
- * members in neither list get "unknown field". Adds to errors (an object). */
-void at_api_check_fields(const json_t *body, const char *const *allowed,
-                         const char *const *service_set, json_t *errors);
-
-/* The fields the service sets on every item; a body may not send them. */
-extern const char *const at_api_service_fields[];
-
-/* Converts the JSON payload value v into an AV, adding an error for field to errors
- * when DynamoDB would refuse it (too deep, a number out of range). Returns the new AV
- * or NULL. */
-json_t *at_api_payload(const json_t *v, const char *field, json_t *errors);
-
-/* Writes the current time in the item's format into out (the datetime text). */
-void at_api_now_text(char out[AT_TIMESTAMP_LEN + 1]);
-
-/* Returns 1 when the item is at most DynamoDB's 400 KB, else answers 413 and returns 0. */
-int at_api_fits(at_ctx *c, const json_t *item, const char *what);
-
-/* ---- loading and changing one item ---- */
+/* ---- loading and changing one item (item.c) ---- */
 
 enum {
     AT_LOAD_DELETED = 1u << 0 /* soft-deleted items are found too (restore) */
@@ -78,62 +81,121 @@ enum {
 
 /* Reads the item at key, answering 404 when it is absent, of another tenant, or
  * soft-deleted (unless AT_LOAD_DELETED), and 503/500 on storage errors. Returns the
- * item (new reference) or NULL after answering. what names it in messages ("note"). */
-json_t *at_api_load(at_ctx *c, at_table_id t, const json_t *key, unsigned flags, const char *what);
+ * item (new reference) or NULL after answering. */
+json_t *at_api_load(at_ctx *c, const at_resource *r, const json_t *key, unsigned flags);
 
-/* Returns 1 when the caller owns the item (owner_uuid) or is CRM_ADMIN; otherwise
- * answers 403 with a message naming the rule and returns 0. */
-int at_api_owner_or_admin(at_ctx *c, const json_t *item, const char *what);
+/* Returns 1 when perm lets the caller change the item; otherwise answers 403 with a
+ * message naming the rule and returns 0. */
+int at_api_permitted(at_ctx *c, const at_resource *r, at_perm perm, const json_t *item);
 
 /* Outcomes of an at_change apply step. */
 enum { AT_APPLY_OK = 0, AT_APPLY_REPLIED = 1, AT_APPLY_CONFLICT = 2 };
 
 /* A read-modify-write of one item, in SPEC §4's order of refusals: load (404),
- * authorize (403), apply on a copy (400 from validation), If-Match (412), the apply's
- * conflict if any (409), then a write conditioned on the version read (retried when
- * someone else wrote in between). version and updated_at are moved by the helper. */
+ * permission (403), apply on a copy (400 from validation), If-Match (412), the apply's
+ * conflict or a version that cannot move (409), then a write conditioned on the
+ * version read (retried when someone else wrote in between). version and updated_at
+ * are moved here. */
 typedef struct at_change {
-    at_table_id table;
-    const char *what; /* "note" */
     unsigned load_flags;
-    /* Returns 1 to go on, 0 after answering (403). */
-    int (*authorize)(at_ctx *c, const json_t *item, const char *what);
+    at_perm perm;
     /* Changes item in place. Returns AT_APPLY_OK, AT_APPLY_REPLIED (answered, e.g. 400)
      * or AT_APPLY_CONFLICT with a message in *conflict (answered 409 after If-Match). */
-    int (*apply)(at_ctx *c, json_t *item, void *arg, const char **conflict);
-    void *arg;
-    int numeric_timestamps; /* updated_at as epoch seconds N (tasks) */
+    int (*apply)(at_ctx *c, const at_resource *r, json_t *item, const char **conflict);
 } at_change;
 
 /* Runs the change. Returns the saved item (new reference) or NULL after answering. */
-json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch);
+json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const at_change *ch);
 
-/* ---- lists ---- */
+/* ---- client uuids (claim.c) ---- */
 
-/* The limit and cursor of a list request. */
-typedef struct at_list_req {
-    size_t limit;     /* 1..100, default 25 */
-    json_t *cursor;   /* the decoded cursor payload, or NULL on the first page */
+/* Writes item, a create, so that its uuid names at most one item of the resource in
+ * the caller's tenant, under any concurrency and on both backends (docs/decisions.md,
+ * "Client uuids"). client_uuid: the uuid came from the body. Returns 1 when item was
+ * written (the caller answers 201); 0 after answering (200 with the existing item for
+ * a retry, 409, or a storage error). */
+int at_api_put_new(at_ctx *c, const at_resource *r, const json_t *item, int client_uuid);
+
+/* ---- lists (list.c) ---- */
+
+/* Answers stop adding items once their JSON passes this size (SPEC §4: about 1 MB). */
+#define AT_API_LIST_ANSWER_CAP (1024u * 1024u)
+#define AT_API_MAX_FILTERS 8
+
+/* One page of a list answer being built: items are written as they come, from one or
+ * more queries ("phases": notes read pinned notes, then the rest). The page ends when
+ * it holds limit items, passes AT_API_LIST_ANSWER_CAP, or a query page stopped at its
+ * work bound; the next cursor then says where to go on: {"p": phase, "k": start key}. */
+typedef struct at_pager {
+    at_ctx *c;
+    const at_resource *r;
+    const char *scope;   /* the list the cursors belong to */
+    size_t limit;        /* ?limit=, 1..100, default 25 */
+    json_t *cursor;      /* the decoded ?cursor= payload, or NULL on the first page */
+    at_buf out;          /* {"items":[ ... */
+    size_t n;            /* items written */
+    json_t *last;        /* the last item written, and where it came from */
+    int last_phase;
+    const char *last_index;
+    json_t *next;        /* the next cursor's payload, or NULL */
+    int done;            /* no more items go into this page */
+    int failed;          /* answered already (an error) */
+} at_pager;
+
+/* A list's query, filled from a plan (model.h) and the request: partition, sort key
+ * condition, order, filters (the tenant's among them when the partition is not the
+ * tenant), live items only. Hooks may add filters. */
+typedef struct at_list_query {
+    at_query q;
+    at_clause filters[AT_API_MAX_FILTERS];
+    json_t *owned[AT_API_MAX_FILTERS + 2];
+    size_t nowned;
     const char *scope;
-} at_list_req;
+} at_list_query;
 
-/* Reads ?limit= and ?cursor= for the list named by scope (a cursor of another scope
- * is refused). Returns 1, or 0 after answering 400. Release with at_api_list_release. */
-int at_api_list_begin(at_ctx *c, const char *scope, at_list_req *lr /* OUT */);
-void at_api_list_release(at_list_req *lr);
+/* Fills lq from plan l of resource r and the request. Returns 1, or 0 after answering
+ * (404 for a bad path parameter, 400 for a bad query parameter). Release with
+ * at_api_list_query_release. */
+int at_api_list_query_init(at_ctx *c, const at_resource *r, const at_list_def *l,
+                           at_list_query *lq /* OUT */);
+void at_api_list_query_release(at_list_query *lq);
 
-/* Answers {"items": views of items of table t, "next_cursor": cursor of next (NULL:
- * null)}. items and next are borrowed. */
-void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
-                       const json_t *next);
+/* Adds the filter "attr op av" (av stolen) to lq. Returns 0, or AT_ENOMEM / AT_ETOOBIG
+ * (too many filters: a programmer error). */
+int at_api_list_query_filter(at_list_query *lq, const char *attr, at_op op, json_t *av);
 
-/* Returns the start key held in a cursor payload's "k" after checking it is a key of
- * the query's table/index whose partition key equals pk; NULL when there is none.
- * Sets *bad when the cursor holds something else. Borrowed from the payload. */
-const json_t *at_api_cursor_key(const json_t *payload, const at_query *q, int *bad);
+/* Starts a page of the list scope: reads ?limit= and ?cursor= (a cursor of another
+ * scope, or whose phase is not below nphases, is refused). Returns 1, or 0 after
+ * answering 400. Finish with at_pager_finish whatever happens. */
+int at_pager_begin(at_pager *p, at_ctx *c, const at_resource *r, const char *scope, int nphases);
 
-/* A one-query list: runs q (start key from the cursor, limit+1 to learn whether more
- * follows) and answers the page. q->limit and q->start_key are set here. */
-void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q);
+/* Returns the phase the cursor resumes (0 without a cursor). */
+int at_pager_phase(const at_pager *p);
+
+/* Returns the cursor's start key when it resumes phase with query q (checked: exactly
+ * the key attributes of q's table and index, each of its schema type, the partition
+ * key equal to q's), NULL when the phase starts from its beginning. A bad key answers
+ * 400, sets p->failed and returns NULL. Borrowed from the cursor. */
+const json_t *at_pager_start_key(at_pager *p, int phase, const at_query *q);
+
+/* Adds one item of phase (read by q) to the page. Returns 1 when it was added, 0 when
+ * the page is already done (the item then only tells that more follows). */
+int at_pager_add(at_pager *p, int phase, const at_query *q, const json_t *item);
+
+/* Ends the page early at the store's work bound: the next page starts at last_key
+ * (borrowed) in phase. */
+void at_pager_stop(at_pager *p, int phase, const json_t *last_key);
+
+/* Runs q as phase: from the cursor's start key, for what the page still needs plus
+ * one (to know whether more follows), adding the items. When the query's page stopped
+ * at its work bound the page stops there too. Nothing happens once the page is done. */
+void at_pager_query(at_pager *p, int phase, at_query *q);
+
+/* Answers the page ({"items": [...], "next_cursor": ...}) unless an error was answered,
+ * and frees what the pager holds. */
+void at_pager_finish(at_pager *p);
+
+/* Answers 400 {"errors": {"cursor": ...}}, marking the page failed. */
+void at_pager_bad_cursor(at_pager *p);
 
 #endif

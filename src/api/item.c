@@ -1,4 +1,4 @@
-/* Items as answers, body checks, loading with tenancy, and read-modify-write. */
+/* Items as answers, loading with tenancy, permissions, and read-modify-write. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -10,61 +10,51 @@
 #include "actionstools/err.h"
 #include "actionstools/banned.h"
 
-const char *const at_api_service_fields[] = {
-    "owner_uuid", "owner_name", "created_by", "instance_id", "item_number", "created_at",
-    "updated_at", "version",    "deleted_at", "target_uuid", "completed_at", NULL,
-};
-
-static int in_list(const char *const *list, const char *s)
-{
-    for (; list && *list; list++)
-        if (strcmp(*list, s) == 0) return 1;
-    return 0;
-}
-
-/* Answers list these first, in this order; other attributes follow by name. */
-static const char *const leading_attrs[] = {
+const char *const at_api_view_leading[] = {
     "uuid", "target_uuid", "instance_id", "config_key", "event_id", "item_number", "owner_uuid",
     "owner_name", "created_by", NULL,
 };
-static const char *const hidden_attrs[] = {"deleted_at", NULL};
+const char *const at_api_view_hidden[] = {"deleted_at", NULL};
 
-/* The flags a table's items always answer. */
-static const char *const *table_flags(at_table_id t)
+int at_api_write_view(at_buf *b, const at_resource *r, const json_t *item)
 {
-    static const char *const notes[] = {"is_pinned", NULL};
-    static const char *const notifications[] = {"is_read", "is_hidden", NULL};
-    if (t == AT_TABLE_NOTES) return notes;
-    if (t == AT_TABLE_NOTIFICATIONS) return notifications;
-    return NULL;
+    return at_view_write(b, item, &r->view);
 }
 
-int at_api_write_view(at_buf *b, at_table_id t, const json_t *item)
+int at_api_version(const json_t *item, int64_t *v)
 {
-    at_view_spec spec = {leading_attrs, table_flags(t), hidden_attrs, 1};
-    return at_view_write(b, item, &spec);
+    *v = 0;
+    if (!json_object_get(item, "version")) return 0;
+    if (!at_item_n_int(item, "version", v) || *v < 0) {
+        *v = 0;
+        return AT_EINVAL;
+    }
+    return 0;
 }
 
-int64_t at_api_version(const json_t *item)
-{
-    int64_t v = 0;
-    if (!at_item_n_int(item, "version", &v)) return 0;
-    return v;
-}
-
-void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item)
+void at_api_reply_item(at_ctx *c, const at_resource *r, int status, const json_t *item)
 {
     char etag[32];
+    int64_t v;
     at_buf b;
     at_buf_init(&b, AT_API_MAX_ANSWER);
-    if (at_api_write_view(&b, t, item)) {
+    if (at_api_write_view(&b, r, item)) {
         at_buf_release(&b);
         at_reply_error(c, 500, "out of memory");
         return;
     }
-    snprintf(etag, sizeof etag, "\"%" PRId64 "\"", at_api_version(item));
+    at_api_version(item, &v);
+    snprintf(etag, sizeof etag, "\"%" PRId64 "\"", v);
     at_set_header(c, "ETag", etag);
     at_reply_json_buf(c, status, &b);
+}
+
+int at_api_set_now(const at_resource *r, json_t *item, const char *attr)
+{
+    char now[AT_TIMESTAMP_LEN + 1];
+    if (r->epoch_timestamps) return json_object_set_new(item, attr, at_av_n_int(at_now_us() / 1000000)) ? AT_ENOMEM : 0;
+    at_timestamp_format(at_now_us(), now);
+    return json_object_set_new(item, attr, at_av_s(now)) ? AT_ENOMEM : 0;
 }
 
 const char *at_api_key_param(at_ctx *c, const char *name, const char *what)
@@ -81,39 +71,19 @@ const char *at_api_key_param(at_ctx *c, const char *name, const char *what)
     return v;
 }
 
+const char *at_api_param_what(const at_ctx *c, const char *param)
+{
+    for (const at_route_param *p = at_route_params; p->name; p++)
+        if (strcmp(p->name, param) == 0)
+            return p->what ? p->what : c->route && c->route->resource ? c->route->resource->name : param;
+    return param;
+}
+
 const char *at_api_string(const json_t *v)
 {
     const char *s = json_string_value(v);
     if (!s || strlen(s) != json_string_length(v)) return NULL;
     return s;
-}
-
-void at_api_check_fields(const json_t *body, const char *const *allowed,
-                         const char *const *service_set, json_t *errors)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)body, k, v)
-    {
-        if (in_list(allowed, k)) continue;
-        if (in_list(service_set, k))
-            json_object_set_new(errors, k, json_string("set by the service; remove it"));
-        else
-            json_object_set_new(errors, k, json_string("unknown field"));
-    }
-}
-
-json_t *at_api_payload(const json_t *v, const char *field, json_t *errors)
-{
-    char why[128];
-    json_t *av = at_av_from_json_why(v, why, sizeof why);
-    if (!av) json_object_set_new(errors, field, json_string(why[0] ? why : "out of memory"));
-    return av;
-}
-
-void at_api_now_text(char out[AT_TIMESTAMP_LEN + 1])
-{
-    at_timestamp_format(at_now_us(), out);
 }
 
 /* DynamoDB's item size: attribute names plus values (strings and numbers by length,
@@ -150,13 +120,13 @@ int at_api_fits(at_ctx *c, const json_t *item, const char *what)
     return 0;
 }
 
-json_t *at_api_load(at_ctx *c, at_table_id t, const json_t *key, unsigned flags, const char *what)
+json_t *at_api_load(at_ctx *c, const at_resource *r, const json_t *key, unsigned flags)
 {
     json_t *item = NULL;
     const char *inst;
-    int rc = at_store_get(c->store, t, key, &item);
+    int rc = at_store_get(c->store, r->table, key, &item);
     if (rc == AT_ENOTFOUND) {
-        at_reply_error(c, 404, "%s not found", what);
+        at_reply_error(c, 404, "%s not found", r->name);
         return NULL;
     }
     if (rc) {
@@ -168,17 +138,37 @@ json_t *at_api_load(at_ctx *c, at_table_id t, const json_t *key, unsigned flags,
     if (!inst || strcmp(inst, c->id->instance_id) != 0 ||
         (!(flags & AT_LOAD_DELETED) && at_item_has(item, "deleted_at"))) {
         json_decref(item);
-        at_reply_error(c, 404, "%s not found", what);
+        at_reply_error(c, 404, "%s not found", r->name);
         return NULL;
     }
     return item;
 }
 
-int at_api_owner_or_admin(at_ctx *c, const json_t *item, const char *what)
+static int is(const json_t *item, const char *attr, const char *user)
 {
-    const char *owner = at_item_s(item, "owner_uuid");
-    if (c->id->is_admin || (owner && strcmp(owner, c->id->user_uuid) == 0)) return 1;
-    at_reply_error(c, 403, "only the %s's owner or a CRM_ADMIN may change it", what);
+    const char *v = at_item_s(item, attr);
+    return v && strcmp(v, user) == 0;
+}
+
+int at_api_permitted(at_ctx *c, const at_resource *r, at_perm perm, const json_t *item)
+{
+    const char *me = c->id->user_uuid;
+    switch (perm) {
+    case AT_PERM_ANY: return 1;
+    case AT_PERM_OWNER:
+        if (c->id->is_admin || is(item, "owner_uuid", me)) return 1;
+        at_reply_error(c, 403, "only the %s's owner or a CRM_ADMIN may change it", r->name);
+        return 0;
+    case AT_PERM_OWNER_ASSIGNEE:
+        if (c->id->is_admin || is(item, "owner_uuid", me) || is(item, "assignee_uuid", me)) return 1;
+        at_reply_error(c, 403, "only the %s's owner, its assignee or a CRM_ADMIN may change it", r->name);
+        return 0;
+    case AT_PERM_ADMIN:
+        if (c->id->is_admin) return 1;
+        at_reply_error(c, 403, "only a CRM_ADMIN may change a %s", r->name);
+        return 0;
+    }
+    at_reply_error(c, 403, "not permitted");
     return 0;
 }
 
@@ -213,16 +203,6 @@ static int if_match(const char *h, int64_t version)
     return 0;
 }
 
-/* Moves version (+1) and updated_at; builds the condition "version is still old". */
-static int bump(json_t *item, int64_t old_version, int numeric)
-{
-    char now[AT_TIMESTAMP_LEN + 1];
-    if (json_object_set_new(item, "version", at_av_n_int(old_version + 1))) return AT_ENOMEM;
-    if (numeric) return json_object_set_new(item, "updated_at", at_av_n_int(at_now_us() / 1000000));
-    at_api_now_text(now);
-    return json_object_set_new(item, "updated_at", at_av_s(now));
-}
-
 /* Writers racing on one item retry this many times, after a short random pause that
  * grows with each round (full jitter), before giving up with 409. */
 #define CHANGE_ATTEMPTS 12
@@ -235,39 +215,48 @@ static void pause_before_retry(int attempt)
     usleep((useconds_t)arc4random_uniform(cap * 1000u + 1));
 }
 
-json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch)
+json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const at_change *ch)
 {
     const char *ifm = at_request_header(c->req, "If-Match");
     for (int attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
         json_t *item, *copy, *old_version_av;
         const char *conflict = NULL;
         int64_t version;
-        int rc, applied;
+        int rc, applied, stuck;
         at_clause clause;
         at_cond cond = {&clause, 1};
 
-        item = at_api_load(c, ch->table, key, ch->load_flags, ch->what);
+        item = at_api_load(c, r, key, ch->load_flags);
         if (!item) return NULL;
-        if (ch->authorize && !ch->authorize(c, item, ch->what)) goto fail;
+        if (!at_api_permitted(c, r, ch->perm, item)) goto fail;
         copy = json_deep_copy(item);
         if (!copy) {
             at_reply_error(c, 500, "out of memory");
             goto fail;
         }
-        applied = ch->apply(c, copy, ch->arg, &conflict);
+        applied = ch->apply(c, r, copy, &conflict);
         if (applied == AT_APPLY_REPLIED) goto fail_copy;
-        version = at_api_version(item);
+        /* A version that cannot move (2^63-1, or not a whole number: only an import can
+         * store one) would wrap or reset; the item can no longer change. */
+        stuck = at_api_version(item, &version) != 0 || version == INT64_MAX;
         if (!if_match(ifm, version)) {
             at_reply_error(c, 412, "the %s is at version %" PRId64 ", not the one in If-Match; "
                                    "read it again and retry",
-                           ch->what, version);
+                           r->name, version);
             goto fail_copy;
         }
         if (applied == AT_APPLY_CONFLICT) {
             at_reply_error(c, 409, "%s", conflict ? conflict : "conflict");
             goto fail_copy;
         }
-        if (bump(copy, version, ch->numeric_timestamps) || !at_api_fits(c, copy, ch->what)) {
+        if (stuck) {
+            at_reply_error(c, 409, "the %s has reached the highest version there can be and can "
+                                   "no longer change; create a new %s instead",
+                           r->name, r->name);
+            goto fail_copy;
+        }
+        if (json_object_set_new(copy, "version", at_av_n_int(version + 1)) ||
+            at_api_set_now(r, copy, "updated_at") || !at_api_fits(c, copy, r->name)) {
             if (c->resp->status == 0) at_reply_error(c, 500, "out of memory");
             goto fail_copy;
         }
@@ -276,7 +265,7 @@ json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch)
         clause.op = old_version_av ? AT_OP_EQ : AT_OP_NOT_EXISTS;
         clause.value = old_version_av;
         clause.value2 = NULL;
-        rc = at_store_put(c->store, ch->table, copy, &cond);
+        rc = at_store_put(c->store, r->table, copy, &cond);
         json_decref(item);
         if (rc == 0) return copy;
         json_decref(copy);
@@ -294,6 +283,6 @@ json_t *at_api_change(at_ctx *c, const json_t *key, const at_change *ch)
         json_decref(item);
         return NULL;
     }
-    at_reply_error(c, 409, "the %s kept changing while we tried to save it; try again", ch->what);
+    at_reply_error(c, 409, "the %s kept changing while we tried to save it; try again", r->name);
     return NULL;
 }

@@ -1,6 +1,7 @@
-/* Cursor-paged lists (SPEC §4 "Lists"). A cursor's payload is {"p": phase, "k": key}
- * where key is the exclusive start key of the next query; lists with more than one
- * phase (pinned notes first) add their own members. */
+/* Cursor-paged lists (SPEC §4 "Lists"): a list's query from its plan, and the pager
+ * that builds one page from one or more queries. A cursor's payload is
+ * {"p": phase, "k": exclusive start key of that phase's query} ("k" absent: the phase
+ * from its beginning), signed and bound to the list's scope (cursor.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,143 @@
 #define DEFAULT_LIMIT 25
 #define MAX_LIMIT 100
 
-int at_api_list_begin(at_ctx *c, const char *scope, at_list_req *lr)
+/* ---- a list's query ---- */
+
+static int own(at_list_query *lq, json_t *av)
+{
+    if (!av) return AT_ENOMEM;
+    if (lq->nowned == sizeof lq->owned / sizeof lq->owned[0]) {
+        json_decref(av);
+        return AT_ETOOBIG;
+    }
+    lq->owned[lq->nowned++] = av;
+    return 0;
+}
+
+int at_api_list_query_filter(at_list_query *lq, const char *attr, at_op op, json_t *av)
+{
+    int rc;
+    if (lq->q.filter.n == AT_API_MAX_FILTERS) {
+        json_decref(av);
+        return AT_ETOOBIG;
+    }
+    if ((rc = own(lq, av))) return rc;
+    lq->filters[lq->q.filter.n++] = (at_clause){attr, op, av, NULL};
+    return 0;
+}
+
+void at_api_list_query_release(at_list_query *lq)
+{
+    for (size_t i = 0; i < lq->nowned; i++) json_decref(lq->owned[i]);
+    lq->nowned = 0;
+}
+
+/* Adds "|name=<len>:value" to the scope: a cursor is good only for the same list with
+ * the same parameters. */
+static int scope_add(at_buf *b, const char *name, const char *value)
+{
+    return at_buf_printf(b, "|%s=%zu:%s", name, strlen(value), value);
+}
+
+/* Converts the text of query parameter param compared with attribute attr: by r's field
+ * of that name, else as a string. Returns a new AV or NULL after answering 400. */
+static json_t *param_value(at_ctx *c, const at_resource *r, const char *param, const char *attr,
+                           const char *text)
+{
+    const at_field *f = at_model_field(r, attr);
+    char why[160] = "";
+    json_t *av = f ? at_model_text_value(f, text, why, sizeof why) : at_av_s(text);
+    if (!av) at_reply_validation(c, json_pack("{s:s}", param, why[0] ? why : "out of memory"));
+    return av;
+}
+
+int at_api_list_query_init(at_ctx *c, const at_resource *r, const at_list_def *l, at_list_query *lq)
+{
+    const at_table_def *t = at_schema_table(r->table);
+    const at_index_def *ix = l->index ? at_schema_index(t, l->index) : NULL;
+    const at_attr_def *pk = ix ? &ix->pk : &t->pk, *sk = ix ? &ix->sk : &t->sk;
+    const char *pv = NULL, *v;
+    json_t *av;
+    at_buf scope;
+    int rc = 0;
+
+    memset(lq, 0, sizeof *lq);
+    lq->q.table = r->table;
+    lq->q.index = l->index;
+    lq->q.forward = l->forward;
+    lq->q.flags = AT_Q_LIVE;
+    lq->q.filter.v = lq->filters;
+    switch (l->pk.src) {
+    case AT_SRC_TENANT: pv = c->id->instance_id; break;
+    case AT_SRC_USER: pv = c->id->user_uuid; break;
+    case AT_SRC_QUERY:
+        pv = at_query_param(c, l->pk.name);
+        if (!pv || !*pv) {
+            at_reply_validation(c, json_pack("{s:s}", l->pk.name, "required"));
+            return 0;
+        }
+        break;
+    default: pv = at_api_key_param(c, l->pk.name, at_api_param_what(c, l->pk.name)); break;
+    }
+    if (!pv) return 0;
+    at_buf_init(&scope, 8192);
+    rc = at_buf_printf(&scope, "%s|%s|%zu:%s|%zu:%s", c->route->pattern, l->index ? l->index : "",
+                       strlen(c->id->instance_id), c->id->instance_id, strlen(pv), pv);
+    if (!rc) rc = own(lq, at_av_s(pv));
+    if (!rc) lq->q.pk = lq->owned[lq->nowned - 1];
+    /* A partition that is not the tenant holds other tenants' items too. */
+    if (!rc && strcmp(pk->name, "instance_id") != 0)
+        rc = at_api_list_query_filter(lq, "instance_id", AT_OP_EQ, at_av_s(c->id->instance_id));
+    if (!rc && l->sk_param && (v = at_query_param(c, l->sk_param))) {
+        if (!(av = param_value(c, r, l->sk_param, sk->name, v))) goto replied;
+        if (!(rc = own(lq, av))) lq->q.sk = (at_clause){sk->name, l->sk_op, av, NULL};
+        if (!rc) rc = scope_add(&scope, l->sk_param, v);
+    }
+    if (!rc && l->order_param && (v = at_query_param(c, l->order_param))) {
+        if (strcmp(v, "asc") != 0 && strcmp(v, "desc") != 0) {
+            at_reply_validation(c, json_pack("{s:s}", l->order_param, "must be asc or desc"));
+            goto replied;
+        }
+        lq->q.forward = v[0] == 'a';
+        rc = scope_add(&scope, l->order_param, v);
+    }
+    for (const at_list_filter *f = l->filters; !rc && f && f->param; f++) {
+        if (!(v = at_query_param(c, f->param))) continue;
+        if (!(av = param_value(c, r, f->param, f->field, v))) goto replied;
+        rc = at_api_list_query_filter(lq, f->field, f->op, av);
+        if (!rc) rc = scope_add(&scope, f->param, v);
+    }
+    if (!rc && !(lq->scope = at_arena_strdup(c->arena, at_buf_str(&scope)))) rc = AT_ENOMEM;
+    at_buf_release(&scope);
+    if (!rc) return 1;
+    at_reply_error(c, 500, "cannot prepare the list (%s)", at_strerror(rc));
+    at_api_list_query_release(lq);
+    return 0;
+replied:
+    at_buf_release(&scope);
+    at_api_list_query_release(lq);
+    return 0;
+}
+
+/* ---- the pager ---- */
+
+void at_pager_bad_cursor(at_pager *p)
+{
+    if (!p->failed)
+        at_reply_validation(p->c, json_pack("{s:s}", "cursor", "malformed; start again without a cursor"));
+    p->failed = p->done = 1;
+}
+
+int at_pager_begin(at_pager *p, at_ctx *c, const at_resource *r, const char *scope, int nphases)
 {
     const char *limit = at_query_param(c, "limit"), *cursor = at_query_param(c, "cursor");
-    memset(lr, 0, sizeof *lr);
-    lr->limit = DEFAULT_LIMIT;
-    lr->scope = scope;
+    json_t *ph, *k;
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->r = r;
+    p->scope = scope;
+    p->limit = DEFAULT_LIMIT;
+    at_buf_init(&p->out, AT_API_MAX_ANSWER);
     if (limit) {
         char *end;
         long v;
@@ -26,65 +158,49 @@ int at_api_list_begin(at_ctx *c, const char *scope, at_list_req *lr)
         v = strtol(limit, &end, 10);
         if (errno || *end || end == limit || v < 1 || v > MAX_LIMIT) {
             at_reply_validation(c, json_pack("{s:s}", "limit", "must be a whole number from 1 to 100"));
+            p->failed = p->done = 1;
             return 0;
         }
-        lr->limit = (size_t)v;
+        p->limit = (size_t)v;
     }
     if (cursor && *cursor) {
-        if (at_cursor_decode(c->cursor_key, scope, cursor, &lr->cursor) ||
-            !json_is_object(lr->cursor)) {
-            json_decref(lr->cursor);
-            lr->cursor = NULL;
+        if (at_cursor_decode(c->cursor_key, scope, cursor, &p->cursor) || !json_is_object(p->cursor)) {
             at_reply_validation(c, json_pack("{s:s}", "cursor",
                                              "malformed or not from this list; start again "
                                              "without a cursor"));
+            p->failed = p->done = 1;
             return 0;
         }
+        ph = json_object_get(p->cursor, "p");
+        k = json_object_get(p->cursor, "k");
+        if (!json_is_integer(ph) || json_integer_value(ph) < 0 || json_integer_value(ph) >= nphases ||
+            (k && !json_is_object(k))) {
+            at_pager_bad_cursor(p);
+            return 0;
+        }
+    }
+    if (at_buf_adds(&p->out, "{\"items\":[")) {
+        at_reply_error(c, 500, "out of memory");
+        p->failed = p->done = 1;
+        return 0;
     }
     return 1;
 }
 
-void at_api_list_release(at_list_req *lr)
+int at_pager_phase(const at_pager *p)
 {
-    json_decref(lr->cursor);
-    lr->cursor = NULL;
+    return (int)json_integer_value(json_object_get(p->cursor, "p"));
 }
 
-void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
-                       const json_t *next)
+/* Returns 1 when key holds attribute a (if the key has such a part) with an AV of a's
+ * schema type that a store accepts as a key value (a string not empty). */
+static int key_part_ok(const json_t *key, const at_attr_def *a)
 {
-    at_buf b;
-    size_t i;
-    json_t *it;
-    char *cursor = NULL;
-    int rc;
-
-    at_buf_init(&b, AT_API_MAX_ANSWER);
-    rc = at_buf_adds(&b, "{\"items\":[");
-    json_array_foreach(items, i, it)
-    {
-        if (!rc && i) rc = at_buf_addc(&b, ',');
-        if (!rc) rc = at_api_write_view(&b, t, it);
-    }
-    if (!rc && next) {
-        cursor = at_cursor_encode(c->cursor_key, lr->scope, next);
-        rc = cursor ? at_buf_printf(&b, "],\"next_cursor\":\"%s\"}", cursor) : AT_ENOMEM;
-    } else if (!rc) {
-        rc = at_buf_adds(&b, "],\"next_cursor\":null}");
-    }
-    free(cursor);
-    if (rc) {
-        at_buf_release(&b);
-        at_reply_error(c, 500, "cannot build the page (%s); ask for fewer items with ?limit=",
-                       at_strerror(rc));
-        return;
-    }
-    at_reply_json_buf(c, 200, &b);
-}
-
-static int has_attr(const json_t *key, const at_attr_def *a)
-{
-    return !a->name || json_object_get(key, a->name) != NULL;
+    const json_t *av, *v;
+    if (!a->name) return 1;
+    av = json_object_get(key, a->name);
+    v = json_object_get(av, a->type == AT_KEY_S ? "S" : "N");
+    return json_is_object(av) && json_object_size(av) == 1 && json_is_string(v) && json_string_length(v) > 0;
 }
 
 /* Counts the distinct key attributes of a table (and index). */
@@ -100,52 +216,126 @@ static size_t key_attr_count(const at_table_def *t, const at_index_def *ix)
     return n;
 }
 
-const json_t *at_api_cursor_key(const json_t *payload, const at_query *q, int *bad)
+const json_t *at_pager_start_key(at_pager *p, int phase, const at_query *q)
 {
-    const json_t *k = json_object_get(payload, "k");
+    const json_t *k = json_object_get(p->cursor, "k");
     const at_table_def *t = at_schema_table(q->table);
     const at_index_def *ix = q->index ? at_schema_index(t, q->index) : NULL;
     const at_attr_def *pk = ix ? &ix->pk : &t->pk;
 
-    *bad = 0;
-    if (!k || json_is_null(k)) return NULL;
-    if (!json_is_object(k) || at_av_check_item(k, NULL, 0) || !has_attr(k, &t->pk) ||
-        !has_attr(k, &t->sk) || (ix && (!has_attr(k, &ix->pk) || !has_attr(k, &ix->sk))) ||
-        json_object_size(k) != key_attr_count(t, ix) ||
-        !at_av_equal(json_object_get(k, pk->name), q->pk)) {
-        *bad = 1;
+    if (p->failed || !p->cursor || phase != at_pager_phase(p) || !k) return NULL;
+    /* Signed by us, so well-formed unless the key leaked; checked all the same, so that
+     * a start key the store would refuse is a 400, never a 500. */
+    if (at_av_check_item(k, NULL, 0) || !key_part_ok(k, &t->pk) || !key_part_ok(k, &t->sk) ||
+        (ix && (!key_part_ok(k, &ix->pk) || !key_part_ok(k, &ix->sk))) ||
+        json_object_size(k) != key_attr_count(t, ix) || !at_av_equal(json_object_get(k, pk->name), q->pk)) {
+        at_pager_bad_cursor(p);
         return NULL;
     }
     return k;
 }
 
-void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q)
+/* Ends the page after the last item written; the next page starts after it, or at the
+ * beginning of next_phase when that comes later. */
+static void stop_after_last(at_pager *p, int next_phase)
+{
+    const at_table_def *t = at_schema_table(p->r->table);
+    json_t *key;
+    p->done = 1;
+    if (next_phase > p->last_phase) {
+        p->next = json_pack("{s:i}", "p", next_phase);
+        return;
+    }
+    key = at_schema_item_key(t, p->last_index ? at_schema_index(t, p->last_index) : NULL, p->last);
+    p->next = key ? json_pack("{s:i, s:o}", "p", p->last_phase, "k", key) : NULL;
+    if (!p->next) {
+        at_reply_error(p->c, 500, "cannot make the next cursor");
+        p->failed = 1;
+    }
+}
+
+int at_pager_add(at_pager *p, int phase, const at_query *q, const json_t *item)
+{
+    int rc;
+    if (p->done) return 0;
+    if (p->n == p->limit) { /* one more than the page holds: something follows */
+        stop_after_last(p, phase);
+        return 0;
+    }
+    rc = p->n ? at_buf_addc(&p->out, ',') : 0;
+    if (!rc) rc = at_api_write_view(&p->out, p->r, item);
+    if (rc) {
+        at_reply_error(p->c, 500, "cannot build the page (%s)", at_strerror(rc));
+        p->failed = p->done = 1;
+        return 0;
+    }
+    p->n++;
+    json_decref(p->last);
+    p->last = json_incref((json_t *)item);
+    p->last_phase = phase;
+    p->last_index = q->index;
+    if (p->out.len >= AT_API_LIST_ANSWER_CAP) stop_after_last(p, phase);
+    return 1;
+}
+
+void at_pager_stop(at_pager *p, int phase, const json_t *last_key)
+{
+    if (p->done) return;
+    p->done = 1;
+    p->next = json_pack("{s:i, s:O}", "p", phase, "k", last_key);
+    if (!p->next) {
+        at_reply_error(p->c, 500, "out of memory");
+        p->failed = 1;
+    }
+}
+
+void at_pager_query(at_pager *p, int phase, at_query *q)
 {
     at_page page = {0};
-    json_t *next = NULL;
-    int bad = 0, rc;
-    size_t n;
-
-    q->start_key = lr->cursor ? at_api_cursor_key(lr->cursor, q, &bad) : NULL;
-    if (bad) {
-        at_reply_validation(c, json_pack("{s:s}", "cursor", "malformed; start again without a cursor"));
-        return;
-    }
-    q->limit = lr->limit + 1; /* one more tells whether another page follows */
-    rc = at_store_query(c->store, q, &page);
+    size_t i;
+    json_t *it;
+    int rc;
+    if (p->done) return;
+    q->start_key = at_pager_start_key(p, phase, q);
+    if (p->failed) return;
+    q->limit = p->limit - p->n + 1; /* one more tells whether another page follows */
+    rc = at_store_query(p->c->store, q, &page);
     if (rc) {
-        at_reply_store_error(c, rc, "list items");
+        at_reply_store_error(p->c, rc, "list items");
+        p->failed = p->done = 1;
         return;
     }
-    n = json_array_size(page.items);
-    if (n > lr->limit) {
-        const at_table_def *t = at_schema_table(q->table);
-        json_t *last = json_array_get(page.items, lr->limit - 1);
-        json_t *key = at_schema_item_key(t, q->index ? at_schema_index(t, q->index) : NULL, last);
-        json_array_remove(page.items, lr->limit);
-        next = key ? json_pack("{s:i, s:o}", "p", 0, "k", key) : NULL;
+    json_array_foreach(page.items, i, it)
+    {
+        if (!at_pager_add(p, phase, q, it)) break;
     }
-    at_api_reply_list(c, q->table, lr, page.items, next);
-    json_decref(next);
+    /* Fewer items than asked and a key to go on from: the store stopped at its work
+     * bound (SPEC §4: a short page with a next_cursor is normal). */
+    if (!p->done && page.last_key && json_array_size(page.items) < q->limit)
+        at_pager_stop(p, phase, page.last_key);
     at_page_release(&page);
+}
+
+void at_pager_finish(at_pager *p)
+{
+    char *cursor = NULL;
+    int rc = 0;
+    if (!p->failed) {
+        if (p->next) {
+            cursor = at_cursor_encode(p->c->cursor_key, p->scope, p->next);
+            rc = cursor ? at_buf_printf(&p->out, "],\"next_cursor\":\"%s\"}", cursor) : AT_ENOMEM;
+        } else {
+            rc = at_buf_adds(&p->out, "],\"next_cursor\":null}");
+        }
+        if (rc)
+            at_reply_error(p->c, 500, "cannot build the page (%s)", at_strerror(rc));
+        else
+            at_reply_json_buf(p->c, 200, &p->out);
+    }
+    free(cursor);
+    at_buf_release(&p->out);
+    json_decref(p->cursor);
+    json_decref(p->last);
+    json_decref(p->next);
+    memset(p, 0, sizeof *p);
 }

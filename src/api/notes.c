@@ -1,456 +1,164 @@
-/* Notes (SPEC §5): free-form data attached to a CRM record, pinned notes first. */
+/* Notes (SPEC §5): free-form data attached to a CRM record. The engine serves them from
+ * this descriptor; their own code is the record's list, pinned notes first. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "actionstools/err.h"
-#include "actionstools/uuid.h"
 #include "actionstools/banned.h"
 
-#define WHAT "note"
-#define PINNED_INDEX "target_uuid-is_pinned-index"
-#define UPDATED_INDEX "target_uuid-updated_at-index"
-#define MAX_PINNED 1000 /* pinned notes of one record read for the first phase */
+static void list_pinned_first(at_ctx *c, const at_resource *r, const at_list_def *l);
 
-static json_t *note_key(const char *target, const char *uuid)
-{
-    return json_pack("{s:{s:s}, s:{s:s}}", "target_uuid", "S", target, "uuid", "S", uuid);
-}
+static const at_field fields[] = {
+    {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the CRM record the note is attached to (from the path)"},
+    {"data", AT_F_JSON, AT_FF_CREATE | AT_FF_PATCH | AT_FF_REQUIRED, .doc = "the note: any JSON value"},
+    {"is_pinned", AT_F_FLAG, AT_FF_CREATE | AT_FF_PATCH, .def = "false",
+     .doc = "pinned notes come first in the record's list"},
+    {NULL},
+};
 
-/* Reads {data, is_pinned} members of body into item; adds to errors. */
-static void read_fields(const json_t *body, json_t *item, json_t *errors)
-{
-    json_t *data = json_object_get(body, "data"), *pinned = json_object_get(body, "is_pinned");
-    if (data) {
-        json_t *av = at_api_payload(data, "data", errors);
-        if (av) json_object_set_new(item, "data", av);
-    }
-    if (pinned) {
-        if (json_is_boolean(pinned))
-            json_object_set_new(item, "is_pinned", at_av_n_int(json_is_true(pinned)));
-        else
-            json_object_set_new(errors, "is_pinned", json_string("must be true or false"));
-    }
-}
+static const char *const flags[] = {"is_pinned", NULL};
 
-static const char *location(at_ctx *c, const char *target, const char *uuid)
-{
-    return at_arena_printf(c->arena, "%s/targets/%s/notes/%s", c->settings->base_prefix, target, uuid);
-}
+const at_resource at_notes = {
+    .name = "note",
+    .plural = "notes",
+    .table = AT_TABLE_NOTES,
+    .pk = {AT_SRC_PATH, "target_uuid"},
+    .sk = {AT_SRC_NEW_UUID, "uuid"},
+    .uuid_index = "instance_id-uuid-index",
+    .fields = fields,
+    .change = AT_PERM_OWNER,
+    .remove = AT_PERM_OWNER,
+    .view = {at_api_view_leading, flags, at_api_view_hidden, 1},
+    .doc = "notes attached to a CRM record",
+};
 
-/* A create retried with the same client uuid: the existing note is the answer when it
- * is live, of the same tenant, target and owner; anything else is a conflict. */
-static void answer_existing(at_ctx *c, const char *target, const char *uuid)
-{
-    json_t *key = note_key(target, uuid), *item = NULL;
-    int rc = at_store_get(c->store, AT_TABLE_NOTES, key, &item);
-    const char *inst = at_item_s(item, "instance_id"), *owner = at_item_s(item, "owner_uuid");
-    json_decref(key);
-    if (rc && rc != AT_ENOTFOUND) {
-        at_reply_store_error(c, rc, "read a note");
-        return;
-    }
-    if (rc == 0 && !at_item_has(item, "deleted_at") && inst && owner &&
-        strcmp(inst, c->id->instance_id) == 0 && strcmp(owner, c->id->user_uuid) == 0)
-        at_api_reply_item(c, AT_TABLE_NOTES, 200, item);
-    else
-        at_reply_error(c, 409, "a note with uuid %s already exists; send a new uuid or none", uuid);
-    json_decref(item);
-}
+const at_list_def at_notes_by_target[] = {
+    {.index = "target_uuid-updated_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .forward = 0,
+     .index2 = "target_uuid-is_pinned-index", .run = list_pinned_first,
+     .doc = "pinned notes first, then the others; each newest updated_at first"},
+    {NULL},
+};
 
-/* Returns 1 when the tenant already has a note with this uuid on another target
- * (answered 409), 0 when not, -1 after answering a storage error. */
-static int uuid_taken_elsewhere(at_ctx *c, const char *target, const char *uuid)
-{
-    json_t *inst = at_av_s(c->id->instance_id), *u = at_av_s(uuid);
-    at_query q = {AT_TABLE_NOTES, "instance_id-uuid-index", inst, {"uuid", AT_OP_EQ, u, NULL}, 1, 1};
-    at_page page = {0};
-    int rc = at_store_query(c->store, &q, &page), out = 0;
-    json_t *found = json_array_get(page.items, 0);
-    if (rc) {
-        at_reply_store_error(c, rc, "look up a note");
-        out = -1;
-    } else if (found && strcmp(at_item_s(found, "target_uuid") ? at_item_s(found, "target_uuid") : "", target) != 0) {
-        at_reply_error(c, 409, "a note with uuid %s already exists on another record", uuid);
-        out = 1;
-    }
-    at_page_release(&page);
-    json_decref(inst);
-    json_decref(u);
-    return out;
-}
+const at_list_def at_notes_by_owner[] = {
+    {.index = "owner_uuid-created_at-index", .pk = {AT_SRC_PATH, "user_uuid"}, .forward = 0,
+     .doc = "the notes the user wrote, newest first"},
+    {NULL},
+};
 
-void at_api_notes_create(at_ctx *c)
-{
-    static const char *const allowed[] = {"data", "is_pinned", "uuid", NULL};
-    const char *target = at_api_key_param(c, "target_uuid", "target");
-    json_t *body, *errors = NULL, *item = NULL, *juuid;
-    char uuid[AT_UUID_LEN + 1], now[AT_TIMESTAMP_LEN + 1];
-    int client_uuid = 0, rc;
-    at_clause clause = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
-    at_cond cond = {&clause, 1};
+/* ---- the record's list: pinned notes first (docs/decisions.md, "Pinned notes") ----
+ *
+ * Phase 0 gives the pinned notes, phase 1 the others, both newest updated_at first,
+ * both keyed for cursors on target_uuid-updated_at-index. A record with at most
+ * PINNED_AT_ONCE pinned notes (nearly all) has them read whole from the pinned index
+ * in one query and sorted here; with more, phase 0 pages through the updated_at index
+ * filtered on is_pinned, as phase 1 does on the others. */
 
-    if (!target || !(body = at_body_object(c))) return;
-    errors = json_object();
-    item = json_object();
-    at_api_check_fields(body, allowed, at_api_service_fields, errors);
-    if (!json_object_get(body, "data")) json_object_set_new(errors, "data", json_string("required"));
-    read_fields(body, item, errors);
-    juuid = json_object_get(body, "uuid");
-    if (juuid) {
-        if (!at_api_string(juuid) || at_uuid_normalize(json_string_value(juuid), uuid))
-            json_object_set_new(errors, "uuid", json_string("must be a UUID like 123e4567-e89b-12d3-a456-426614174000"));
-        client_uuid = 1;
-    } else {
-        at_uuid_new(uuid);
-    }
-    if (json_object_size(errors)) {
-        at_reply_validation(c, errors);
-        errors = NULL;
-        goto out;
-    }
-    at_api_now_text(now);
-    json_object_set_new(item, "target_uuid", at_av_s(target));
-    json_object_set_new(item, "uuid", at_av_s(uuid));
-    json_object_set_new(item, "instance_id", at_av_s(c->id->instance_id));
-    json_object_set_new(item, "owner_uuid", at_av_s(c->id->user_uuid));
-    json_object_set_new(item, "owner_name", at_av_s(c->id->user_name));
-    if (!json_object_get(item, "is_pinned")) json_object_set_new(item, "is_pinned", at_av_n_int(0));
-    json_object_set_new(item, "version", at_av_n_int(1));
-    json_object_set_new(item, "created_at", at_av_s(now));
-    json_object_set_new(item, "updated_at", at_av_s(now));
-    if (!at_api_fits(c, item, WHAT)) goto out;
+#define PINNED_AT_ONCE 100
 
-    if (client_uuid) {
-        rc = uuid_taken_elsewhere(c, target, uuid);
-        if (rc) goto out;
-    }
-    rc = at_store_put(c->store, AT_TABLE_NOTES, item, &cond);
-    if (rc == AT_ECOND) {
-        answer_existing(c, target, uuid);
-        goto out;
-    }
-    if (rc) {
-        at_reply_store_error(c, rc, "create a note");
-        goto out;
-    }
-    at_set_header(c, "Location", location(c, target, uuid));
-    at_api_reply_item(c, AT_TABLE_NOTES, 201, item);
-out:
-    json_decref(errors);
-    json_decref(item);
-}
-
-/* The uuid path parameter; a value that is not a UUID names no note (404). */
-static const char *uuid_param(at_ctx *c, char out[AT_UUID_LEN + 1])
-{
-    const char *u = at_param(c, "uuid");
-    if (!u || at_uuid_normalize(u, out)) {
-        at_reply_error(c, 404, "note not found");
-        return NULL;
-    }
-    return out;
-}
-
-void at_api_notes_get(at_ctx *c)
-{
-    char ubuf[AT_UUID_LEN + 1];
-    const char *target = at_api_key_param(c, "target_uuid", WHAT), *uuid;
-    json_t *key, *item;
-    if (!target || !(uuid = uuid_param(c, ubuf))) return;
-    key = note_key(target, uuid);
-    item = at_api_load(c, AT_TABLE_NOTES, key, 0, WHAT);
-    if (item) at_api_reply_item(c, AT_TABLE_NOTES, 200, item);
-    json_decref(item);
-    json_decref(key);
-}
-
-void at_api_notes_get_by_uuid(at_ctx *c)
-{
-    char ubuf[AT_UUID_LEN + 1];
-    const char *uuid = uuid_param(c, ubuf);
-    json_t *inst, *u, *found;
-    at_page page = {0};
-    at_query q;
-    int rc;
-    if (!uuid) return;
-    inst = at_av_s(c->id->instance_id);
-    u = at_av_s(uuid);
-    memset(&q, 0, sizeof q);
-    q.table = AT_TABLE_NOTES;
-    q.index = "instance_id-uuid-index";
-    q.pk = inst;
-    q.sk = (at_clause){"uuid", AT_OP_EQ, u, NULL};
-    q.forward = 1;
-    q.limit = 1;
-    q.flags = AT_Q_LIVE;
-    rc = at_store_query(c->store, &q, &page);
-    found = json_array_get(page.items, 0);
-    if (rc)
-        at_reply_store_error(c, rc, "look up a note");
-    else if (!found)
-        at_reply_error(c, 404, "note not found");
-    else
-        at_api_reply_item(c, AT_TABLE_NOTES, 200, found);
-    at_page_release(&page);
-    json_decref(inst);
-    json_decref(u);
-}
-
-static int apply_patch(at_ctx *c, json_t *item, void *arg, const char **conflict)
-{
-    static const char *const allowed[] = {"data", "is_pinned", NULL};
-    json_t *body = at_body_object(c), *errors;
-    if (!body) return AT_APPLY_REPLIED;
-    errors = json_object();
-    at_api_check_fields(body, allowed, at_api_service_fields, errors);
-    if (json_object_get(body, "uuid"))
-        json_object_set_new(errors, "uuid", json_string("a note's uuid cannot change"));
-    if (!json_object_size(errors) && !json_object_get(body, "data") && !json_object_get(body, "is_pinned"))
-        json_object_set_new(errors, "data", json_string("send data and/or is_pinned to change"));
-    read_fields(body, item, errors);
-    if (json_object_size(errors)) {
-        at_reply_validation(c, errors);
-        return AT_APPLY_REPLIED;
-    }
-    json_decref(errors);
-    return AT_APPLY_OK;
-}
-
-static int apply_delete(at_ctx *c, json_t *item, void *arg, const char **conflict)
-{
-    char now[AT_TIMESTAMP_LEN + 1];
-    at_api_now_text(now);
-    json_object_set_new(item, "deleted_at", at_av_s(now));
-    return AT_APPLY_OK;
-}
-
-static int apply_restore(at_ctx *c, json_t *item, void *arg, const char **conflict)
-{
-    if (!at_item_has(item, "deleted_at")) {
-        *conflict = "the note is not deleted; there is nothing to restore";
-        return AT_APPLY_CONFLICT;
-    }
-    json_object_del(item, "deleted_at");
-    return AT_APPLY_OK;
-}
-
-static void change(at_ctx *c, int (*apply)(at_ctx *, json_t *, void *, const char **),
-                   unsigned load_flags, int status)
-{
-    char ubuf[AT_UUID_LEN + 1];
-    const char *target = at_api_key_param(c, "target_uuid", WHAT), *uuid;
-    at_change ch = {AT_TABLE_NOTES, WHAT, load_flags, at_api_owner_or_admin, apply, NULL, 0};
-    json_t *key, *saved;
-    if (!target || !(uuid = uuid_param(c, ubuf))) return;
-    key = note_key(target, uuid);
-    saved = at_api_change(c, key, &ch);
-    if (saved) {
-        if (status == 204)
-            at_reply_empty(c, 204);
-        else
-            at_api_reply_item(c, AT_TABLE_NOTES, status, saved);
-    }
-    json_decref(saved);
-    json_decref(key);
-}
-
-void at_api_notes_patch(at_ctx *c)
-{
-    change(c, apply_patch, 0, 200);
-}
-
-void at_api_notes_delete(at_ctx *c)
-{
-    change(c, apply_delete, 0, 204);
-}
-
-void at_api_notes_restore(at_ctx *c)
-{
-    change(c, apply_restore, AT_LOAD_DELETED, 200);
-}
-
-/* Pinned notes sort newest updated_at first, then by uuid, so a cursor can name a
- * position among them by (updated_at, uuid). */
-static int pinned_cmp(const void *a, const void *b)
+/* Newest updated_at first, then uuid (descending, as the index reads backwards). */
+static int newest_first(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    const char *ux = at_item_s(x, "updated_at"), *uy = at_item_s(y, "updated_at");
-    int r = strcmp(uy ? uy : "", ux ? ux : "");
-    if (r) return r;
-    return strcmp(at_item_s(y, "uuid") ? at_item_s(y, "uuid") : "", at_item_s(x, "uuid") ? at_item_s(x, "uuid") : "");
+    int r = strcmp(at_item_s(y, "updated_at"), at_item_s(x, "updated_at"));
+    return r ? r : strcmp(at_item_s(y, "uuid"), at_item_s(x, "uuid"));
 }
 
-/* Returns 1 when item sorts after the cursor position (u, id) among pinned notes. */
-static int after_position(const json_t *item, const char *u, const char *id)
+/* Returns 1 when item comes after the position (updated_at u, uuid id). */
+static int after(const json_t *item, const char *u, const char *id)
 {
-    const char *iu = at_item_s(item, "updated_at"), *iid = at_item_s(item, "uuid");
-    int r = strcmp(iu ? iu : "", u);
-    if (r) return r < 0;
-    return strcmp(iid ? iid : "", id) < 0;
+    int r = strcmp(at_item_s(item, "updated_at"), u);
+    return r ? r < 0 : strcmp(at_item_s(item, "uuid"), id) < 0;
 }
 
-/* Reads the live pinned notes of the tenant on target, sorted. Returns a new array or
- * NULL after answering. */
-static json_t *read_pinned(at_ctx *c, const json_t *target_av, const json_t *inst_av)
+/* Returns the stored form of is_pinned true (a new AV), or NULL when out of memory. */
+static json_t *pinned(void)
 {
-    json_t *all = json_array(), *one = at_av_n_int(1), *start = NULL;
-    at_clause filter = {"instance_id", AT_OP_EQ, inst_av, NULL};
-    at_query q;
-    json_t **v;
-    size_t n;
+    json_t *av = NULL;
+    char why[64];
+    at_model_field_value(at_model_field(&at_notes, "is_pinned"), json_true(), &av, why, sizeof why);
+    return av;
+}
 
-    memset(&q, 0, sizeof q);
-    q.table = AT_TABLE_NOTES;
-    q.index = PINNED_INDEX;
-    q.pk = target_av;
-    q.sk = (at_clause){"is_pinned", AT_OP_EQ, one, NULL};
-    q.forward = 1;
-    q.limit = 100;
-    q.filter = (at_cond){&filter, 1};
-    q.flags = AT_Q_LIVE;
-    while (json_array_size(all) < MAX_PINNED) {
-        at_page page = {0};
-        int rc;
-        q.start_key = start;
-        rc = at_store_query(c->store, &q, &page);
-        if (rc) {
-            at_reply_store_error(c, rc, "list pinned notes");
-            json_decref(all);
-            all = NULL;
-            break;
-        }
-        json_array_extend(all, page.items);
-        json_decref(start);
-        start = json_incref(page.last_key);
-        at_page_release(&page);
-        if (!start) break;
+/* Sets the list's is_pinned filter: EQ true (pinned only) or NE true (the others, and
+ * notes written before is_pinned existed). Returns 0 or an AT_* code. */
+static int pinned_filter(at_list_query *lq, at_op op)
+{
+    size_t n = lq->q.filter.n;
+    if (n && strcmp(lq->filters[n - 1].attr, "is_pinned") == 0) {
+        lq->filters[n - 1].op = op;
+        return 0;
     }
-    json_decref(start);
-    json_decref(one);
-    if (!all) return NULL;
-    /* Sort through a plain array of pointers; the JSON array keeps the references. */
-    n = json_array_size(all);
-    v = calloc(n ? n : 1, sizeof *v);
+    return at_api_list_query_filter(lq, "is_pinned", op, pinned());
+}
+
+/* Adds the pinned notes of items after the cursor's position, sorted. */
+static void add_sorted(at_pager *p, const at_query *q, const json_t *items)
+{
+    const json_t *k = at_pager_start_key(p, 0, q);
+    const char *u = k ? json_string_value(json_object_get(json_object_get(k, "updated_at"), "S")) : NULL;
+    const char *id = k ? json_string_value(json_object_get(json_object_get(k, "uuid"), "S")) : NULL;
+    size_t n = 0, i;
+    json_t **v, *it;
+    if (p->failed) return;
+    v = calloc(json_array_size(items) + 1, sizeof *v);
     if (!v) {
-        json_decref(all);
-        at_reply_error(c, 500, "out of memory");
-        return NULL;
+        at_reply_error(p->c, 500, "out of memory");
+        p->failed = p->done = 1;
+        return;
     }
-    for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(all, i));
-    qsort(v, n, sizeof *v, pinned_cmp);
-    json_array_clear(all);
-    for (size_t i = 0; i < n; i++) json_array_append_new(all, v[i]);
+    json_array_foreach(items, i, it)
+    {
+        /* Ordered by updated_at and uuid: a note without them is in no cursor's order. */
+        if (at_item_s(it, "updated_at") && at_item_s(it, "uuid") && (!k || after(it, u, id))) v[n++] = it;
+    }
+    qsort(v, n, sizeof *v, newest_first);
+    for (i = 0; i < n && at_pager_add(p, 0, q, v[i]); i++) {
+    }
     free(v);
-    return all;
 }
 
-void at_api_notes_list(at_ctx *c)
+static void pinned_phase(at_pager *p, const at_list_def *l, at_list_query *lq)
 {
-    const char *target = at_api_key_param(c, "target_uuid", "target");
-    at_list_req lr;
-    json_t *items = NULL, *target_av = NULL, *inst_av = NULL, *next = NULL, *one = NULL;
-    size_t from_pinned = 0, want;
-    json_int_t phase = 0;
-
-    if (!target) return;
-    if (!at_api_list_begin(c, at_arena_printf(c->arena, "notes|%s|%s", c->id->instance_id, target), &lr))
-        return;
-    phase = json_integer_value(json_object_get(lr.cursor, "p"));
-    if (lr.cursor && phase != 0 && phase != 1) goto bad_cursor;
-    items = json_array();
-    target_av = at_av_s(target);
-    inst_av = at_av_s(c->id->instance_id);
-    one = at_av_n_int(1);
-    want = lr.limit + 1;
-
-    if (phase == 0) {
-        const char *u = json_string_value(json_object_get(lr.cursor, "u"));
-        const char *id = json_string_value(json_object_get(lr.cursor, "id"));
-        json_t *pinned, *it;
-        size_t i;
-        if (lr.cursor && (!u || !id)) goto bad_cursor;
-        pinned = read_pinned(c, target_av, inst_av);
-        if (!pinned) goto out;
-        json_array_foreach(pinned, i, it)
-        {
-            if (json_array_size(items) >= want) break;
-            if (!lr.cursor || after_position(it, u, id)) json_array_append(items, it);
-        }
-        json_decref(pinned);
-        from_pinned = json_array_size(items);
+    at_query pq = lq->q;
+    at_page page = {0};
+    json_t *one = pinned();
+    int rc;
+    pq.index = l->index2;
+    pq.sk = (at_clause){"is_pinned", AT_OP_EQ, one, NULL};
+    pq.forward = 1;
+    pq.limit = PINNED_AT_ONCE;
+    pq.start_key = NULL;
+    rc = one ? at_store_query(p->c->store, &pq, &page) : AT_ENOMEM;
+    if (rc) {
+        at_reply_store_error(p->c, rc, "list pinned notes");
+        p->failed = p->done = 1;
+    } else if (!page.last_key) {
+        add_sorted(p, &lq->q, page.items); /* all of them: few */
+    } else if ((rc = pinned_filter(lq, AT_OP_EQ))) {
+        at_reply_error(p->c, 500, "cannot list pinned notes (%s)", at_strerror(rc));
+        p->failed = p->done = 1;
+    } else {
+        at_pager_query(p, 0, &lq->q); /* many: page them for real */
     }
-    if (json_array_size(items) < want) {
-        at_clause filters[2] = {{"instance_id", AT_OP_EQ, inst_av, NULL},
-                                {"is_pinned", AT_OP_NE, one, NULL}};
-        at_query q;
-        at_page page = {0};
-        int bad = 0, rc;
-        memset(&q, 0, sizeof q);
-        q.table = AT_TABLE_NOTES;
-        q.index = UPDATED_INDEX;
-        q.pk = target_av;
-        q.forward = 0;
-        q.filter = (at_cond){filters, 2};
-        q.flags = AT_Q_LIVE;
-        q.limit = want - json_array_size(items);
-        q.start_key = phase == 1 ? at_api_cursor_key(lr.cursor, &q, &bad) : NULL;
-        if (bad) goto bad_cursor;
-        rc = at_store_query(c->store, &q, &page);
-        if (rc) {
-            at_reply_store_error(c, rc, "list notes");
-            goto out;
-        }
-        json_array_extend(items, page.items);
-        at_page_release(&page);
-    }
-    if (json_array_size(items) > lr.limit) {
-        json_t *last = json_array_get(items, lr.limit - 1);
-        if (lr.limit <= from_pinned) {
-            next = json_pack("{s:i, s:s, s:s}", "p", 0, "u", at_item_s(last, "updated_at"), "id",
-                             at_item_s(last, "uuid"));
-        } else {
-            const at_table_def *t = at_schema_table(AT_TABLE_NOTES);
-            json_t *key = at_schema_item_key(t, at_schema_index(t, UPDATED_INDEX), last);
-            next = key ? json_pack("{s:i, s:o}", "p", 1, "k", key) : NULL;
-        }
-        json_array_remove(items, lr.limit);
-    }
-    at_api_reply_list(c, AT_TABLE_NOTES, &lr, items, next);
-    goto out;
-bad_cursor:
-    at_reply_validation(c, json_pack("{s:s}", "cursor", "malformed; start again without a cursor"));
-out:
-    json_decref(next);
-    json_decref(items);
-    json_decref(target_av);
-    json_decref(inst_av);
+    at_page_release(&page);
     json_decref(one);
-    at_api_list_release(&lr);
 }
 
-void at_api_notes_by_user(at_ctx *c)
+static void list_pinned_first(at_ctx *c, const at_resource *r, const at_list_def *l)
 {
-    const char *user = at_api_key_param(c, "user_uuid", "user");
-    at_list_req lr;
-    json_t *owner, *inst;
-    at_clause filter;
-    at_query q;
-    if (!user) return;
-    if (!at_api_list_begin(c, at_arena_printf(c->arena, "user-notes|%s|%s", c->id->instance_id, user), &lr))
-        return;
-    owner = at_av_s(user);
-    inst = at_av_s(c->id->instance_id);
-    filter = (at_clause){"instance_id", AT_OP_EQ, inst, NULL};
-    memset(&q, 0, sizeof q);
-    q.table = AT_TABLE_NOTES;
-    q.index = "owner_uuid-created_at-index";
-    q.pk = owner;
-    q.forward = 0;
-    q.filter = (at_cond){&filter, 1};
-    q.flags = AT_Q_LIVE;
-    at_api_list_query(c, &lr, &q);
-    json_decref(owner);
-    json_decref(inst);
-    at_api_list_release(&lr);
+    at_list_query lq;
+    at_pager p;
+    int rc;
+    if (!at_api_list_query_init(c, r, l, &lq)) return;
+    if (at_pager_begin(&p, c, r, lq.scope, 2)) {
+        if (at_pager_phase(&p) == 0) pinned_phase(&p, l, &lq);
+        if (!p.done && (rc = pinned_filter(&lq, AT_OP_NE))) {
+            at_reply_error(c, 500, "cannot list notes (%s)", at_strerror(rc));
+            p.failed = p.done = 1;
+        }
+        at_pager_query(&p, 1, &lq.q);
+    }
+    at_pager_finish(&p);
+    at_api_list_query_release(&lq);
 }

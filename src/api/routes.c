@@ -1,23 +1,39 @@
 /* The route table: every route of the service in one place (SPEC §5). The pipeline
  * (src/http/app.c) checks method, identity, body size and type, and the admin role
  * before a handler runs. When two patterns fit one path, the one with more literal
- * segments wins (/tasks/counters before /tasks/{uuid}). */
+ * segments wins (/tasks/counters before /tasks/{uuid}). Routes of a resource name its
+ * descriptor and what they do to it; the engine (engine.c) serves them, and the API
+ * document is made from these rows. */
 #include "api.h"
 #include "actionstools/banned.h"
 
+#define CREATE(path, res, summary) {"POST", path, at_engine_create, AT_R_BODY, summary, res, AT_RK_CREATE, NULL}
+#define LIST(path, res, plans, summary) {"GET", path, at_engine_list, 0, summary, res, AT_RK_LIST, plans}
+#define GET(path, res, summary) {"GET", path, at_engine_get, 0, summary, res, AT_RK_GET, NULL}
+#define PATCH(path, res, summary) {"PATCH", path, at_engine_patch, AT_R_BODY, summary, res, AT_RK_PATCH, NULL}
+#define DELETE(path, res, summary) {"DELETE", path, at_engine_delete, 0, summary, res, AT_RK_DELETE, NULL}
+#define RESTORE(path, res, summary) {"POST", path, at_engine_restore, 0, summary, res, AT_RK_RESTORE, NULL}
+#define BY_UUID(path, res, summary) {"GET", path, at_engine_get_by_uuid, 0, summary, res, AT_RK_GET_BY_UUID, NULL}
+
 const at_route at_routes[] = {
-    {"GET", "/health", at_api_health, AT_R_PUBLIC, "service status"},
-    {"GET", "/setup-install", at_api_setup_install, AT_R_ADMIN, "create missing tables"},
+    {"GET", "/health", at_api_health, AT_R_PUBLIC, "service status", NULL, AT_RK_OTHER, NULL},
+    {"GET", "/setup-install", at_api_setup_install, AT_R_ADMIN, "create missing tables", NULL, AT_RK_OTHER, NULL},
 
-    {"POST", "/targets/{target_uuid}/notes", at_api_notes_create, AT_R_BODY, "create a note"},
-    {"GET", "/targets/{target_uuid}/notes", at_api_notes_list, 0, "list a record's notes"},
-    {"GET", "/targets/{target_uuid}/notes/{uuid}", at_api_notes_get, 0, "read a note"},
-    {"PATCH", "/targets/{target_uuid}/notes/{uuid}", at_api_notes_patch, AT_R_BODY, "change a note"},
-    {"DELETE", "/targets/{target_uuid}/notes/{uuid}", at_api_notes_delete, 0, "delete a note"},
-    {"POST", "/targets/{target_uuid}/notes/{uuid}/restore", at_api_notes_restore, 0,
-     "restore a deleted note"},
-    {"GET", "/notes/{uuid}", at_api_notes_get_by_uuid, 0, "read a note by uuid"},
-    {"GET", "/users/{user_uuid}/notes", at_api_notes_by_user, 0, "a user's notes"},
+    CREATE("/targets/{target_uuid}/notes", &at_notes, "create a note"),
+    LIST("/targets/{target_uuid}/notes", &at_notes, at_notes_by_target, "list a record's notes"),
+    GET("/targets/{target_uuid}/notes/{uuid}", &at_notes, "read a note"),
+    PATCH("/targets/{target_uuid}/notes/{uuid}", &at_notes, "change a note"),
+    DELETE("/targets/{target_uuid}/notes/{uuid}", &at_notes, "delete a note"),
+    RESTORE("/targets/{target_uuid}/notes/{uuid}/restore", &at_notes, "restore a deleted note"),
+    BY_UUID("/notes/{uuid}", &at_notes, "read a note by uuid"),
+    LIST("/users/{user_uuid}/notes", &at_notes, at_notes_by_owner, "a user's notes"),
 
-    {NULL, NULL, NULL, 0, NULL},
+    {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
+};
+
+const at_route_param at_route_params[] = {
+    {"target_uuid", "target", "the CRM record's id: any text of 1 to 256 bytes"},
+    {"user_uuid", "user", "a user's uuid (the sub claim of their token)"},
+    {"uuid", NULL, "the item's uuid"},
+    {NULL, NULL, NULL},
 };

@@ -213,6 +213,12 @@ int at_config_load(at_config *cfg, char *err, size_t n)
     }
     cfg->jwt_issuer = env_dup("AUTH_JWT_ISSUER", NULL);
     cfg->jwt_audience = env_dup("AUTH_JWT_AUDIENCE", NULL);
+    cfg->cursor_secret = env_dup("CURSOR_SECRET", NULL);
+    if (cfg->cursor_secret && strlen(cfg->cursor_secret) < 32) {
+        rc = fail(err, n, "CURSOR_SECRET is too short: use at least 32 random bytes, for example "
+                          "the output of `openssl rand -hex 32`%s%s", "", NULL);
+        goto out;
+    }
     rc = parse_cors(cfg, err, n);
     if (rc) goto out;
 
@@ -322,7 +328,7 @@ void at_config_release(at_config *cfg)
                      &cfg->sqlite_path, &cfg->aws_region, &cfg->aws_access_key_id,
                      &cfg->aws_secret_access_key, &cfg->aws_session_token, &cfg->dynamodb_endpoint,
                      &cfg->jwt_secret, &cfg->jwt_public_key_file, &cfg->jwt_issuer,
-                     &cfg->jwt_audience, &cfg->slack_webhook_url, &cfg->smtp_url, &cfg->smtp_from,
+                     &cfg->jwt_audience, &cfg->cursor_secret, &cfg->slack_webhook_url, &cfg->smtp_url, &cfg->smtp_from,
                      &cfg->smtp_user, &cfg->smtp_password, &cfg->worker_function_name,
                      &cfg->secrets_id};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {

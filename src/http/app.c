@@ -28,30 +28,16 @@ struct at_app {
     at_cursor_key cursor_key;
 };
 
-/* The cursor key is derived from the token secret, so every server of a deployment
- * accepts the cursors of the others. With only a public key configured, it is derived
- * from the key file: cursors then resist accidents, not forgery, which is harmless
- * because a cursor only positions a query the server builds from the caller's identity. */
-static int cursor_key_init(const at_config *cfg, at_cursor_key *key, char *err, size_t errlen)
+/* The key that signs list cursors (docs/auth.md): from CURSOR_SECRET, else derived from
+ * the token secret, else (only a public key is configured) a secret generated once and
+ * kept in the store. Never from public material. Every server of a deployment so
+ * accepts the cursors of the others. */
+static int cursor_key_init(const at_config *cfg, at_store *store, at_cursor_key *key, char *err,
+                           size_t errlen)
 {
-    FILE *f;
-    char buf[16384];
-    size_t n;
-    if (cfg->jwt_secret) {
-        return at_cursor_key_derive(key, cfg->jwt_secret, strlen(cfg->jwt_secret));
-    }
-    if (!cfg->jwt_public_key_file) {
-        /* Commands that serve no requests (setup, export) still build an app. */
-        return at_cursor_key_derive(key, "actionstools", 12);
-    }
-    f = fopen(cfg->jwt_public_key_file, "rb");
-    if (!f) {
-        snprintf(err, errlen, "AUTH_JWT_PUBLIC_KEY_FILE: cannot open the file");
-        return AT_EIO;
-    }
-    n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    return at_cursor_key_derive(key, buf, n);
+    if (cfg->cursor_secret) return at_cursor_key_derive(key, cfg->cursor_secret, strlen(cfg->cursor_secret));
+    if (cfg->jwt_secret) return at_cursor_key_derive(key, cfg->jwt_secret, strlen(cfg->jwt_secret));
+    return at_cursor_key_stored(store, key, err, errlen);
 }
 
 int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, size_t errlen)
@@ -71,6 +57,8 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
         snprintf(err, errlen, "the route table is malformed");
         goto out;
     }
+    rc = at_api_check_routes(at_routes, err, errlen);
+    if (rc) goto out;
     if (cfg->jwt_secret || cfg->jwt_public_key_file) {
         at_jwt_config jc = {cfg->jwt_secret, cfg->jwt_public_key_file, NULL, cfg->jwt_issuer,
                             cfg->jwt_audience};
@@ -82,7 +70,7 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
             at_log(AT_LOG_WARN, "AUTH_JWT_SECRET is shorter than 32 bytes; RFC 7518 asks for at "
                                 "least 32 random bytes for HS256");
     }
-    rc = cursor_key_init(cfg, &app->cursor_key, err, errlen);
+    rc = cursor_key_init(cfg, store, &app->cursor_key, err, errlen);
     if (rc) goto out;
     *out = app;
 out:

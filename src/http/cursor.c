@@ -7,11 +7,14 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
+#include "actionstools/av.h"
 #include "actionstools/b64.h"
 #include "actionstools/buf.h"
 #include "actionstools/cursor.h"
 #include "actionstools/err.h"
+#include "actionstools/store.h"
 #include "actionstools/banned.h"
 
 static const char label[] = "actionstools list cursor key v1";
@@ -29,6 +32,63 @@ int at_cursor_key_derive(at_cursor_key *key, const void *secret, size_t len)
         return AT_EIO;
     }
     return 0;
+}
+
+/* Reads the stored secret into *secret (a new reference to its text). */
+static int read_secret(at_store *s, const json_t *key, json_t **secret)
+{
+    json_t *item = NULL;
+    int rc = at_store_get(s, AT_TABLE_COUNTERS, key, &item);
+    *secret = NULL;
+    if (!rc) {
+        const char *v = at_item_s(item, "secret");
+        *secret = v && strlen(v) >= 32 ? json_string(v) : NULL;
+        rc = *secret ? 0 : AT_EINVAL;
+    }
+    json_decref(item);
+    return rc;
+}
+
+int at_cursor_key_stored(at_store *s, at_cursor_key *key, char *err, size_t errlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[32];
+    char text[2 * sizeof raw + 1];
+    at_clause nx = {"counter_seq_key", AT_OP_NOT_EXISTS, NULL, NULL};
+    at_cond cond = {&nx, 1};
+    json_t *k = json_pack("{s:{s:s}}", "counter_seq_key", "S", AT_CURSOR_SECRET_ITEM), *item = NULL,
+           *secret = NULL;
+    int rc = k ? read_secret(s, k, &secret) : AT_ENOMEM;
+
+    if (rc == AT_ENOTFOUND) {
+        if (RAND_bytes(raw, sizeof raw) != 1) {
+            ERR_clear_error();
+            rc = AT_EIO;
+            goto out;
+        }
+        for (size_t i = 0; i < sizeof raw; i++) {
+            text[2 * i] = hex[raw[i] >> 4];
+            text[2 * i + 1] = hex[raw[i] & 15];
+        }
+        text[sizeof text - 1] = '\0';
+        item = json_pack("{s:{s:s}, s:{s:s}}", "counter_seq_key", "S", AT_CURSOR_SECRET_ITEM, "secret",
+                         "S", text);
+        rc = item ? at_store_put(s, AT_TABLE_COUNTERS, item, &cond) : AT_ENOMEM;
+        /* Written here, or by another server first: either way the stored one is it. */
+        if (!rc || rc == AT_ECOND) rc = read_secret(s, k, &secret);
+    }
+    if (!rc) rc = at_cursor_key_derive(key, json_string_value(secret), json_string_length(secret));
+out:
+    if (rc)
+        snprintf(err, errlen, "CURSOR_SECRET is not set, and the cursor secret kept in the store "
+                              "cannot be read or made (%s): %s set CURSOR_SECRET",
+                 at_strerror(rc), rc == AT_ENOTABLE ? "run `actionstools setup`, or" : "try again, or");
+    OPENSSL_cleanse(raw, sizeof raw);
+    OPENSSL_cleanse(text, sizeof text);
+    json_decref(k);
+    json_decref(item);
+    json_decref(secret);
+    return rc;
 }
 
 /* Computes the truncated MAC of scope "\n" json into mac. Returns 0 or an AT_* code. */

@@ -19,7 +19,7 @@ static const char *const vars[] = {
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "DYNAMODB_ENDPOINT", "TABLE_NOTES", "TABLE_BOGUS",
     "AUTH_JWT_SECRET", "AUTH_JWT_PUBLIC_KEY_FILE", "CORS_ALLOW_ORIGINS", "SMTP_URL", "SMTP_FROM",
     "COUNTERS_TTL_SECONDS", "LOG_LEVEL", "HTTP_MAX_CONNECTIONS", "SLACK_WEBHOOK_URL", "AT_TEST_FROM_FILE",
-    NULL,
+    "CURSOR_SECRET", NULL,
 };
 
 static int clear_env(void **state)
@@ -84,6 +84,7 @@ static void test_errors_name_the_variable(void **state)
         {"DYNAMODB_ENDPOINT", "localhost:8000", "DYNAMODB_ENDPOINT"},
         {"SMTP_URL", "mail.example.com", "SMTP_URL"},
         {"AUTH_JWT_PUBLIC_KEY_FILE", "/nonexistent/key.pem", "AUTH_JWT_PUBLIC_KEY_FILE"},
+        {"CURSOR_SECRET", "short-secret-value", "CURSOR_SECRET"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         at_config c;
@@ -149,6 +150,26 @@ static void test_env_file(void **state)
     assert_int_not_equal(at_config_load_file(path, err, sizeof err), 0);
 }
 
+/* CURSOR_SECRET is optional; when set it is kept as given, and a short one is refused
+ * without the value appearing in the message. */
+static void test_cursor_secret(void **state)
+{
+    at_config c;
+    char err[512] = "";
+    (void)state;
+    assert_int_equal(at_config_load(&c, err, sizeof err), 0);
+    assert_null(c.cursor_secret);
+    at_config_release(&c);
+    setenv("CURSOR_SECRET", "0123456789abcdef0123456789abcdef", 1);
+    assert_int_equal(at_config_load(&c, err, sizeof err), 0);
+    assert_string_equal(c.cursor_secret, "0123456789abcdef0123456789abcdef");
+    at_config_release(&c);
+    setenv("CURSOR_SECRET", "hunter2-is-short", 1);
+    assert_int_equal(at_config_load(&c, err, sizeof err), AT_EINVAL);
+    assert_non_null(strstr(err, "CURSOR_SECRET"));
+    assert_null(strstr(err, "hunter2"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +179,7 @@ int main(void)
         cmocka_unit_test_setup(test_dynamodb_needs_credentials, clear_env),
         cmocka_unit_test_setup(test_cors_list, clear_env),
         cmocka_unit_test_setup(test_env_file, clear_env),
+        cmocka_unit_test_setup(test_cursor_secret, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
