@@ -61,12 +61,26 @@ $(eval $(call variant,asan,-O1 -g $(SAN),$(SAN)))
 build: $(BUILD)/release/actionstools
 asan: $(BUILD)/asan/actionstools
 
-# Installs missing Debian packages (apt-get, through sudo when not root) and the
-# npm test tools from the committed lockfile.
+# Setup (scripts/deps.sh). build-deps: the Debian packages building and serving need
+# (apt-get, through sudo when not root); deps: those, the test packages, Node.js >= 20
+# and the npm test tools from the committed lockfile. When the machine's Node.js is
+# missing or older, scripts/node.sh puts Node.js 20 in $(TOOLS_DIR)/node; every recipe
+# finds it first on PATH.
+.PHONY: build-deps
+TOOLS_DIR ?= $(CURDIR)/.tools
+export TOOLS_DIR
+ifeq ($(filter $(TOOLS_DIR)/node/bin,$(subst :, ,$(PATH))),)
+export PATH := $(TOOLS_DIR)/node/bin:$(PATH)
+endif
+
+build-deps:
+	@./scripts/deps.sh build
+
 deps:
 	@./scripts/deps.sh
 
-run: deps
+# Serving needs no Node.js: only the build packages.
+run: build-deps
 	@$(MAKE) --no-print-directory build
 	@./scripts/run.sh
 
