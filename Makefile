@@ -66,7 +66,7 @@ asan: $(BUILD)/asan/actionstools
 # and the npm test tools from the committed lockfile. When the machine's Node.js is
 # missing or older, scripts/node.sh puts Node.js 20 in $(TOOLS_DIR)/node; every recipe
 # finds it first on PATH.
-.PHONY: build-deps
+.PHONY: build-deps test-install
 TOOLS_DIR ?= $(CURDIR)/.tools
 export TOOLS_DIR
 ifeq ($(filter $(TOOLS_DIR)/node/bin,$(subst :, ,$(PATH))),)
@@ -84,10 +84,15 @@ run: build-deps
 	@$(MAKE) --no-print-directory build
 	@./scripts/run.sh
 
+# Tests of the setup: make run without Node.js, the Node.js provisioning, make install.
+test-install: $(BUILD)/release/actionstools
+	@echo "== setup tests (make run without Node.js, Node.js provisioning, make install)"
+	@node --test tests/install/
+
 test: deps
 	@$(MAKE) --no-print-directory -j2 $(BUILD)/release/actionstools $(BUILD)/asan/actionstools \
 		$(release_TESTS) $(asan_TESTS)
-	@$(MAKE) --no-print-directory unit api
+	@$(MAKE) --no-print-directory unit api test-install
 
 unit: unit-release unit-asan
 

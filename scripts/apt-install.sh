@@ -26,5 +26,6 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO="sudo"
 fi
 $SUDO apt-get update -qq
+# --no-remove: installing never takes anything away (a Node.js from elsewhere, say).
 # shellcheck disable=SC2086 # one word per package
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove $missing

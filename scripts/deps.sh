@@ -44,12 +44,12 @@ export PATH
 # package-lock.json names (compared by content: a fresh checkout's newer lockfile is
 # not a reason to reinstall).
 [ -f package-lock.json ] || exit 0
-if node scripts/lock-current.mjs; then
+if why=$(node scripts/lock-current.mjs); then
     exit 0
 fi
 if [ -L node_modules ]; then
-    echo "deps: node_modules is a link to $(readlink node_modules) and does not match package-lock.json: run 'npm ci' there" >&2
+    echo "deps: node_modules is a link to $(readlink node_modules) and does not match package-lock.json ($why): run 'npm ci' there" >&2
     exit 1
 fi
-echo "deps: npm ci"
-npm ci --no-audit --no-fund --loglevel=error
+echo "deps: npm ci ($why)"
+npm ci --no-audit --no-fund --no-update-notifier --loglevel=error

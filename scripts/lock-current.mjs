@@ -1,6 +1,6 @@
 // Exits 0 when node_modules holds every package package-lock.json names, at the locked
-// version; otherwise prints the first difference and exits 1 (scripts/deps.sh then runs
-// `npm ci`). Compares contents, not dates: a fresh checkout has a lockfile newer than
+// version; otherwise prints the first difference on stdout and exits 1 (scripts/deps.sh
+// then runs `npm ci`). Compares contents, not dates: a fresh checkout has a lockfile newer than
 // an installed node_modules that matches it.
 //   node scripts/lock-current.mjs [DIR]     (DIR: the project folder, default: cwd)
 import fs from 'node:fs';
@@ -37,6 +37,6 @@ function check() {
 
 const difference = check();
 if (difference) {
-  console.log(`deps: ${difference}`);
+  console.log(difference);
   process.exit(1);
 }

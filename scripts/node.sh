@@ -57,7 +57,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # npm finds its registry itself; --prefer-offline takes a package fetched before from
 # the cache without asking the network again.
 if ! (cd "$tmp" && npm pack "$pkg" --cache "$TOOLS_DIR/cache/npm" --prefer-offline \
-    --loglevel=error >/dev/null); then
+    --no-update-notifier --loglevel=error >/dev/null); then
     echo "deps: could not fetch $pkg with npm; install Node.js >= $WANT yourself, or run again" >&2
     exit 1
 fi
