@@ -66,7 +66,7 @@ asan: $(BUILD)/asan/actionstools
 # and the npm test tools from the committed lockfile. When the machine's Node.js is
 # missing or older, scripts/node.sh puts Node.js 20 in $(TOOLS_DIR)/node; every recipe
 # finds it first on PATH.
-.PHONY: build-deps install uninstall test-install
+.PHONY: build-deps install uninstall test-install service-check
 TOOLS_DIR ?= $(CURDIR)/.tools
 export TOOLS_DIR
 ifeq ($(filter $(TOOLS_DIR)/node/bin,$(subst :, ,$(PATH))),)
@@ -129,10 +129,14 @@ uninstall:
 	fi
 	@echo "The service's data, /var/lib/actionstools, stays; remove it yourself if you want."
 
-# Tests of the setup: make run without Node.js, the Node.js provisioning, make install.
+# Tests of the setup: make run without Node.js, the Node.js provisioning, make install,
+# and the installed service booted with systemd in a container (service-check, as root).
 test-install: $(BUILD)/release/actionstools
-	@echo "== setup tests (make run without Node.js, Node.js provisioning, make install)"
+	@echo "== setup tests (make run without Node.js, Node.js provisioning, make install, the service)"
 	@node --test tests/install/
+
+service-check:
+	@./scripts/service-check.sh
 
 test: deps
 	@$(MAKE) --no-print-directory -j2 $(BUILD)/release/actionstools $(BUILD)/asan/actionstools \
