@@ -96,16 +96,16 @@ DOCDIR ?= $(PREFIX)/share/doc/actionstools
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 ENVFILE = $(SYSCONFDIR)/actionstools/actionstools.env
 SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
+# $(call install_subst,TEMPLATE,DEST): the template with the paths filled in, mode 0644
+# (written straight to DEST: installs with other paths may run at the same time).
+install_subst = @echo "fill in $(1) > $(2)" && $(SUBST) $(1) >"$(2)" && chmod 0644 "$(2)"
 
 install: $(BUILD)/release/actionstools
 	@install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(DOCDIR)" \
 		"$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(SYSCONFDIR)/actionstools"
 	install -m 0755 $(BUILD)/release/actionstools "$(DESTDIR)$(BINDIR)/actionstools"
-	@mkdir -p $(BUILD)/packaging
-	@$(SUBST) packaging/actionstools.1.in >$(BUILD)/packaging/actionstools.1
-	@$(SUBST) packaging/actionstools.service.in >$(BUILD)/packaging/actionstools.service
-	install -m 0644 $(BUILD)/packaging/actionstools.1 "$(DESTDIR)$(MANDIR)/man1/actionstools.1"
-	install -m 0644 $(BUILD)/packaging/actionstools.service "$(DESTDIR)$(UNITDIR)/actionstools.service"
+	$(call install_subst,packaging/actionstools.1.in,$(DESTDIR)$(MANDIR)/man1/actionstools.1)
+	$(call install_subst,packaging/actionstools.service.in,$(DESTDIR)$(UNITDIR)/actionstools.service)
 	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
 	install -m 0644 packaging/actionstools.env "$(DESTDIR)$(DOCDIR)/actionstools.env.example"
 	@if [ -e "$(DESTDIR)$(ENVFILE)" ]; then \
