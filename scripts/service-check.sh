@@ -151,8 +151,9 @@ sleep 3
 state=$(in_container systemctl show -P ActiveState actionstools)
 st=$(in_container systemctl show -P ExecMainStatus actionstools)
 restarts=$(in_container systemctl show -P NRestarts actionstools)
-[ "$state" = failed ] && [ "$st" = 2 ] && [ "$restarts" = 0 ] ||
+if [ "$state" != failed ] || [ "$st" != 2 ] || [ "$restarts" != 0 ]; then
     fail "without a secret: state $state, status $st, $restarts restarts"
+fi
 in_container journalctl -u actionstools --no-pager -o cat | grep -q 'AUTH_JWT_SECRET is not set' ||
     fail "the journal does not say AUTH_JWT_SECRET is missing"
 ok "without AUTH_JWT_SECRET: failed with status 2, the journal says why, 0 restarts"
