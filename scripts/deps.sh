@@ -38,7 +38,7 @@ esac
 # systemd-nspawn boots the installed service in a container (scripts/service-check.sh):
 # systemd-container at exactly the installed systemd's version, never an upgrade of
 # systemd for a test; when Debian no longer has that version, the check is skipped.
-if ! command -v systemd-nspawn >/dev/null 2>&1 &&
+if ! dpkg-query -W -f='${Status}' systemd-container 2>/dev/null | grep -q "install ok installed" &&
     v=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null) && [ -n "$v" ] &&
     apt-cache show "systemd-container=$v" >/dev/null 2>&1; then
     ./scripts/apt-install.sh "systemd-container=$v" ||
