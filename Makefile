@@ -61,19 +61,87 @@ $(eval $(call variant,asan,-O1 -g $(SAN),$(SAN)))
 build: $(BUILD)/release/actionstools
 asan: $(BUILD)/asan/actionstools
 
-# Installs missing Debian packages (apt-get, through sudo when not root) and the
-# npm test tools from the committed lockfile.
+# Setup (scripts/deps.sh). build-deps: the Debian packages building and serving need
+# (apt-get, through sudo when not root); deps: those, the test packages, Node.js >= 20
+# and the npm test tools from the committed lockfile. When the machine's Node.js is
+# missing or older, scripts/node.sh puts Node.js 20 in $(TOOLS_DIR)/node; every recipe
+# finds it first on PATH.
+.PHONY: build-deps install uninstall test-install service-check
+TOOLS_DIR ?= $(CURDIR)/.tools
+export TOOLS_DIR
+ifeq ($(filter $(TOOLS_DIR)/node/bin,$(subst :, ,$(PATH))),)
+export PATH := $(TOOLS_DIR)/node/bin:$(PATH)
+endif
+
+build-deps:
+	@./scripts/deps.sh build
+
 deps:
 	@./scripts/deps.sh
 
-run: deps
+# Serving needs no Node.js: only the build packages.
+run: build-deps
 	@$(MAKE) --no-print-directory build
 	@./scripts/run.sh
+
+# make install / uninstall: the binary, its man page, the docs, the systemd unit
+# actionstools.service and, when there is none yet, the service's environment file
+# (the configuration: never overwritten, kept by uninstall once changed). PREFIX,
+# DESTDIR and SYSCONFDIR as usual; the unit goes where systemd looks under PREFIX.
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/actionstools
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+ENVFILE = $(SYSCONFDIR)/actionstools/actionstools.env
+SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
+# $(call install_subst,TEMPLATE,DEST): the template with the paths filled in, mode 0644
+# (written straight to DEST: installs with other paths may run at the same time).
+install_subst = @echo "fill in $(1) > $(2)" && $(SUBST) $(1) >"$(2)" && chmod 0644 "$(2)"
+
+install: $(BUILD)/release/actionstools
+	@install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(DOCDIR)" \
+		"$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(SYSCONFDIR)/actionstools"
+	install -m 0755 $(BUILD)/release/actionstools "$(DESTDIR)$(BINDIR)/actionstools"
+	$(call install_subst,packaging/actionstools.1.in,$(DESTDIR)$(MANDIR)/man1/actionstools.1)
+	$(call install_subst,packaging/actionstools.service.in,$(DESTDIR)$(UNITDIR)/actionstools.service)
+	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
+	install -m 0644 packaging/actionstools.env "$(DESTDIR)$(DOCDIR)/actionstools.env.example"
+	@if [ -e "$(DESTDIR)$(ENVFILE)" ]; then \
+		echo "kept the configuration $(DESTDIR)$(ENVFILE)"; \
+	else \
+		echo "install -m 0600 packaging/actionstools.env $(DESTDIR)$(ENVFILE)"; \
+		install -m 0600 packaging/actionstools.env "$(DESTDIR)$(ENVFILE)"; \
+	fi
+	@echo "Next: set AUTH_JWT_SECRET in $(ENVFILE), then: systemctl daemon-reload; systemctl enable --now actionstools"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/actionstools" "$(DESTDIR)$(MANDIR)/man1/actionstools.1" \
+		"$(DESTDIR)$(UNITDIR)/actionstools.service" "$(DESTDIR)$(DOCDIR)/README.md" \
+		"$(DESTDIR)$(DOCDIR)/actionstools.env.example"
+	@rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+	@if cmp -s packaging/actionstools.env "$(DESTDIR)$(ENVFILE)"; then \
+		echo "rm -f $(DESTDIR)$(ENVFILE)"; rm -f "$(DESTDIR)$(ENVFILE)"; \
+		rmdir "$(DESTDIR)$(SYSCONFDIR)/actionstools" 2>/dev/null || true; \
+	elif [ -e "$(DESTDIR)$(ENVFILE)" ]; then \
+		echo "kept the configuration $(DESTDIR)$(ENVFILE) (changed since install)"; \
+	fi
+	@echo "The service's data, /var/lib/actionstools, stays; remove it yourself if you want."
+
+# Tests of the setup: make run without Node.js, the Node.js provisioning, make install,
+# and the installed service booted with systemd in a container (service-check, as root).
+test-install: $(BUILD)/release/actionstools
+	@echo "== setup tests (make run without Node.js, Node.js provisioning, make install, the service)"
+	@node --test tests/install/
+
+service-check:
+	@./scripts/service-check.sh
 
 test: deps
 	@$(MAKE) --no-print-directory -j2 $(BUILD)/release/actionstools $(BUILD)/asan/actionstools \
 		$(release_TESTS) $(asan_TESTS)
-	@$(MAKE) --no-print-directory unit api
+	@$(MAKE) --no-print-directory unit api test-install
 
 unit: unit-release unit-asan
 

@@ -2,17 +2,20 @@
 # `make run`: starts actionstools serve on the embedded store under ./var/ with a
 # development token secret kept in ./var/dev.env (made once, never committed), and
 # prints ready-to-paste curl lines with a token for an admin user of tenant "dev".
+# Needs only the binary and openssl: no Node.js.
+# Environment: LISTEN (default 127.0.0.1:8080), VAR_DIR (default ./var: the secret and
+# the database), SQLITE_PATH (default $VAR_DIR/actionstools.db), BIN.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/release/actionstools}
-mkdir -p var
-if [ ! -f var/dev.env ]; then
-    umask 077
-    printf 'AUTH_JWT_SECRET=%s\n' "$(openssl rand -hex 32)" > var/dev.env
+VAR_DIR=${VAR_DIR:-./var}
+mkdir -p "$VAR_DIR"
+if [ ! -f "$VAR_DIR/dev.env" ]; then
+    (umask 077 && printf 'AUTH_JWT_SECRET=%s\n' "$(openssl rand -hex 32)" >"$VAR_DIR/dev.env")
 fi
-export SQLITE_PATH="${SQLITE_PATH:-./var/actionstools.db}"
+export SQLITE_PATH="${SQLITE_PATH:-$VAR_DIR/actionstools.db}"
 export LISTEN="${LISTEN:-127.0.0.1:8080}"
-TOKEN=$("$BIN" --config var/dev.env token --user 00000000-0000-4000-8000-000000000001 \
+TOKEN=$("$BIN" --config "$VAR_DIR/dev.env" token --user 00000000-0000-4000-8000-000000000001 \
         --name "Dev User" --instance dev --admin --ttl 604800)
 URL="http://${LISTEN}${BASE_PREFIX:-}"
 cat <<MSG
@@ -28,4 +31,4 @@ actionstools is starting on $URL (store: $SQLITE_PATH). Try, in another terminal
 Stop with Ctrl-C. The token is valid for 7 days; \`make run\` prints a fresh one.
 
 MSG
-exec "$BIN" --config var/dev.env serve
+exec "$BIN" --config "$VAR_DIR/dev.env" serve
