@@ -48,7 +48,7 @@ def ms(v):
 
 
 def ratio(a, b):
-    return f"{a / b:.2f}" if b else "-"
+    return "-" if not b else f"{a / b:.2f}" if a / b >= 0.1 else f"{a / b:.3f}"
 
 
 def verdict(name, checks):
@@ -58,10 +58,10 @@ def verdict(name, checks):
     print(f"  {name:<14} {word:<7} " + "; ".join(t for t, _ in checks))
 
 
-def header(facts):
+def header(facts, wrk=True):
     m = facts.get("meta", {})
-    print(f"\nactionstools {m.get('version', '?')} on {m.get('storage', '?')}, {m.get('cores', '?')} cores, "
-          f"wrk -t{m.get('threads')} -c{m.get('connections')} -d{m.get('duration')} per figure; "
+    load = f"wrk -t{m.get('threads')} -c{m.get('connections')} -d{m.get('duration')} per figure; " if wrk else ""
+    print(f"\nactionstools {m.get('version', '?')} on {m.get('storage', '?')}, {m.get('cores', '?')} cores, {load}"
           f"load average {m.get('load_before', '?')} before, {m.get('load_after', '?')} after "
           "(a busy machine lowers every figure: compare ratios, not absolutes)")
 
@@ -72,7 +72,8 @@ def row(label, server, r, health=None, twin=None, extra=""):
         flags.append(f"{r['non2xx']} non-2xx")
     if r["errors"]:
         flags.append(f"{r['errors']} socket errors")
-    print(f"  {label:<14} {server:<13} {r['rps']:>9,.0f} {ms(r['p50']):>9} {ms(r['p99']):>9}"
+    p50, p99 = (ms(r["p50"]), ms(r["p99"])) if r["n"] else ("-", "-")
+    print(f"  {label:<14} {server:<13} {r['rps']:>9,.0f} {p50:>9} {p99:>9}"
           f" {ratio(r['rps'], health) if health else '':>9} {ratio(r['rps'], twin) if twin else '':>7}"
           f"  {extra}{'  ' + ', '.join(flags) if flags else ''}".rstrip())
 
@@ -153,8 +154,19 @@ def idle(res, facts):
         print(f"  (the target speaks of 10,000 connections; this run held {n})")
 
 
+def probe_text(facts, group):
+    g, n = facts.get(group, {}), int(num(facts, group, "probes"))
+    ok, slow = int(num(facts, group, "probes_answered")), int(num(facts, group, "probes_timed_out"))
+    text = f"{ok} of {n} answered"
+    if n > ok:
+        text += f" ({slow} timed out after 5 s, {n - ok - slow} closed or refused unanswered)"
+    if ok:
+        text += f", median {ms(num(facts, group, 'probe_median_ms'))}, worst {ms(num(facts, group, 'probe_worst_ms'))}"
+    return text if g else "?"
+
+
 def attack(res, facts):
-    header(facts)
+    header(facts, wrk=False)
     sr, sd = facts.get("slowloris ready", {}), facts.get("slowloris done", {})
     nr, nd = facts.get("noread ready", {}), facts.get("noread done", {})
     ours, big = facts.get("ours", {}), facts.get("big", {})
@@ -162,9 +174,7 @@ def attack(res, facts):
     s_failed = sum(int(num(facts, "slowloris ready", k)) for k in ("refused", "closed", "timeout"))
     print(f"\n  slowloris: {sr.get('connections', '?')} connections trickling one header line every 5 s for "
           f"{sd.get('seconds', '?')} s; {s_failed} of them refused at once")
-    print(f"    /health probes on fresh connections: {answered} of {probes} answered (timed out: "
-          f"{sd.get('probes_timed_out', '?')}), median {ms(num(facts, 'slowloris done', 'probe_median_ms'))}, "
-          f"worst {ms(num(facts, 'slowloris done', 'probe_worst_ms'))}")
+    print(f"    /health probed every 0.5 s on a fresh connection: {probe_text(facts, 'slowloris done')}")
     cut = int(num(facts, "slowloris done", "cut_off"))
     print(f"    cut off by the server: {cut}" +
           (f" (with a 408: {sd.get('cut_408')}), after {num(facts, 'slowloris done', 'cut_first_ms') / 1000:.1f}"
@@ -174,8 +184,7 @@ def attack(res, facts):
     print(f"\n  non-reading clients: {nr.get('connections', '?')} asked for a list of {big.get('notes', '?')} notes of "
           f"{big.get('note_kb', '?')} KB (a {big.get('answer_kb', '?')} KB answer) with a 4 KB receive buffer, "
           f"held {nd.get('seconds', '?')} s; {n_failed} refused at once; closed by the server: {nd.get('closed_by_server', '?')}")
-    print(f"    /health probes: {nd.get('probes_answered', '?')} of {nd.get('probes', '?')} answered, worst "
-          f"{ms(num(facts, 'noread done', 'probe_worst_ms'))}")
+    print(f"    /health probed meanwhile: {probe_text(facts, 'noread done')}")
     print(f"    server RSS: {ours.get('rss_before_noread_mb', '?')} MB before; peak {nd.get('rss_peak_mb', '?')} MB sampled "
           f"while they held, {ours.get('rss_noread_hwm_mb', '?')} MB VmHWM over the phase (leaving included); "
           f"{ours.get('rss_left_mb', '?')} MB as they left, {ours.get('rss_after_noread_mb', '?')} MB 5 s after")
