@@ -76,7 +76,7 @@ static struct {
     double probe_ms[MAX_PROBES];
     int probe_answered, probe_failed, probe_timeout;
     double probe_worst;
-    int opened, pending, next_open, final_round, phase1;
+    int opened, pending, next_open, final_round, phase1, no_new_probes;
     tally first, second;
     int closed_idle, cut_off, noread_closed, status_408;
     double cut_first, cut_last;
@@ -212,7 +212,10 @@ static void answered(conn *c)
 {
     double ms = (now() - (c->role == R_PROBE ? c->t_open : c->t_step)) * 1000.0;
     if (c->role == R_PROBE) {
-        if (c->status >= 200 && c->status < 300) {
+        if (ms > PROBE_TIMEOUT * 1000.0) { /* answered between two ticks, but too late */
+            g.probe_failed++;
+            g.probe_timeout++;
+        } else if (c->status >= 200 && c->status < 300) {
             if (g.probe_answered < MAX_PROBES) g.probe_ms[g.probe_answered] = ms;
             g.probe_answered++;
             if (ms > g.probe_worst) g.probe_worst = ms;
@@ -378,7 +381,7 @@ static void tick(double t, int probing, double *next_probe)
         conn *c = &g.probes[i];
         if (c->state != S_CLOSED && t - c->t_open > PROBE_TIMEOUT) fail(c, 't');
     }
-    if (probing && t >= *next_probe) {
+    if (probing && !g.no_new_probes && t >= *next_probe) {
         *next_probe += PROBE_EVERY;
         for (int i = 0; i < MAX_OPEN_PROBES; i++) {
             if (g.probes[i].state != S_CLOSED) continue;
@@ -415,6 +418,12 @@ static int all_settled(void) { return g.next_open == g.n && g.pending == 0; }
 static int stop_or_idle(void) { return stop_requested != 0; }
 static int second_done(void) { return g.pending == 0; }
 static int never(void) { return 0; }
+static int no_probe_open(void)
+{
+    for (int i = 0; i < MAX_OPEN_PROBES; i++)
+        if (g.probes[i].state != S_CLOSED) return 0;
+    return 1;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -422,13 +431,22 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Probes still waiting when the phase ends count as unanswered, with how long the
+ * oldest has waited (a server that answers none of them must not look unprobed). */
 static void print_probes(void)
 {
-    int n = g.probe_answered < MAX_PROBES ? g.probe_answered : MAX_PROBES;
+    int n = g.probe_answered < MAX_PROBES ? g.probe_answered : MAX_PROBES, waiting = 0;
+    double oldest = 0, t = now();
+    for (int i = 0; i < MAX_OPEN_PROBES; i++) {
+        if (g.probes[i].state == S_CLOSED) continue;
+        waiting++;
+        if (t - g.probes[i].t_open > oldest) oldest = t - g.probes[i].t_open;
+    }
     qsort(g.probe_ms, (size_t)n, sizeof g.probe_ms[0], cmp_double);
-    printf(" probes=%d probes_answered=%d probes_timed_out=%d probe_median_ms=%.1f probe_worst_ms=%.1f",
-           g.probe_answered + g.probe_failed, g.probe_answered, g.probe_timeout,
-           n ? g.probe_ms[n / 2] : 0.0, g.probe_worst);
+    printf(" probes=%d probes_answered=%d probes_timed_out=%d probes_waiting=%d probe_oldest_waiting_ms=%.0f"
+           " probe_median_ms=%.1f probe_worst_ms=%.1f",
+           g.probe_answered + g.probe_failed + waiting, g.probe_answered, g.probe_timeout, waiting,
+           oldest * 1000.0, n ? g.probe_ms[n / 2] : 0.0, g.probe_worst);
 }
 
 static int usage(void)
@@ -541,6 +559,9 @@ int main(int argc, char **argv)
         if (!g.probes) return 1;
         for (int i = 0; i < MAX_OPEN_PROBES; i++) g.probes[i].state = S_CLOSED, g.probes[i].fd = -1;
         loop(g.mode, now() + g.seconds, never, 1);
+        /* The probes in flight get their full time, the attack still going on. */
+        g.no_new_probes = 1;
+        loop(g.mode, now() + PROBE_TIMEOUT + 0.5, no_probe_open, 1);
         for (int i = 0; i < g.n; i++) still += g.conns[i].state == S_SLOW || g.conns[i].state == S_STALLED;
         printf("%s: done seconds=%.1f still_open=%d", argv[1], g.seconds, still);
         if (g.mode == R_SLOW)

@@ -147,19 +147,26 @@ def idle(res, facts):
     print(f"\ntargets of issue 6 ({n} idle connections):")
     ok_p99 = bool(health) and health["n"] > 0 and health["errors"] == 0 and health["p99"] < 10
     verdict("idle conns", [(f"{failed} refused (0)", failed == 0),
-                           (f"/health p99 {ms(health['p99']) if health else '?'}"
+                           (f"/health p99 {ms(health['p99']) if health and health['n'] else 'none: no answer'}"
                             f"{', wrk socket errors ' + str(health['errors']) if health and health['errors'] else ''} (< 10 ms)", ok_p99),
                            (f"peak RSS {ours.get('rss_hwm_mb', '?')} MB (< 150 MB)", num(facts, "ours", "rss_hwm_mb", 1e9) < 150)])
     if n < 10000:
-        print(f"  (the target speaks of 10,000 connections; this run held {n})")
+        print(f"  (the target speaks of 10,000 connections; this run asked for {n})")
 
 
 def probe_text(facts, group):
     g, n = facts.get(group, {}), int(num(facts, group, "probes"))
     ok, slow = int(num(facts, group, "probes_answered")), int(num(facts, group, "probes_timed_out"))
+    wait = int(num(facts, group, "probes_waiting"))
     text = f"{ok} of {n} answered"
     if n > ok:
-        text += f" ({slow} timed out after 5 s, {n - ok - slow} closed or refused unanswered)"
+        why = [f"{slow} timed out after 5 s"] if slow else []
+        if wait:
+            why.append(f"{wait} still waiting at the end, the oldest for "
+                       f"{num(facts, group, 'probe_oldest_waiting_ms') / 1000:.1f} s")
+        if n - ok - slow - wait:
+            why.append(f"{n - ok - slow - wait} closed, refused or not 2xx")
+        text += f" ({'; '.join(why)})"
     if ok:
         text += f", median {ms(num(facts, group, 'probe_median_ms'))}, worst {ms(num(facts, group, 'probe_worst_ms'))}"
     return text if g else "?"
@@ -194,8 +201,11 @@ def attack(res, facts):
     after = num(facts, "ours", "rss_after_noread_mb", 1e9)
     print("\ntargets of issue 6:")
     verdict("slowloris", [(f"{answered}/{probes} /health probes answered (all)", probes > 0 and answered == probes)])
+    n_probes, n_ok = int(num(facts, "noread done", "probes")), int(num(facts, "noread done", "probes_answered"))
     verdict("non-reading", [(f"RSS peak {hwm:.0f} MB (< 400 MB)", hwm < 400),
                             (f"{after:.0f} MB 5 s after (< 250 MB)", after < 250)])
+    if n_ok < n_probes:
+        print(f"  (not a target of the issue, but: /health answered {n_ok} of {n_probes} probes while they held)")
 
 
 def main():

@@ -16,6 +16,7 @@
 # --attack: SLOWLORIS (1100), SLOWLORIS_SECONDS (40), NOREAD (40), NOREAD_SECONDS (10),
 # BIG_NOTES (100) notes of BIG_NOTE_KB (100) KB listed with limit=100.
 # HTTP_MAX_CONNECTIONS and the server's other settings pass through from the environment.
+# KEEP=1 keeps the temporary folder (wrk outputs, server logs, the raw facts).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=compare
@@ -54,7 +55,7 @@ PIDS=""
 cleanup() {
     for p in $PIDS; do kill -INT "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    rm -rf "$TMP"
+    if [ -n "${KEEP:-}" ]; then echo "bench: kept $TMP (wrk outputs, server logs, facts)" >&2; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
