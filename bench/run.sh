@@ -17,6 +17,9 @@
 # BIG_NOTES (100) notes of BIG_NOTE_KB (100) KB listed with limit=100.
 # HTTP_MAX_CONNECTIONS and the server's other settings pass through from the environment.
 # KEEP=1 keeps the temporary folder (wrk outputs, server logs, the raw facts).
+# PROFILE=1 (compare mode) records our server with perf during each of its wrk runs and
+# prints where the time went; perf costs throughput, so such a run's figures are not the
+# figures of record.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=compare
@@ -43,6 +46,7 @@ STORAGE=${STORAGE:-sqlite}
 export STORAGE
 [ "$STORAGE" = sqlite ] || [ "$MODE" = compare ] ||
     { echo "bench: --idle and --attack run on the embedded store only" >&2; exit 2; }
+[ -z "${PROFILE:-}" ] || command -v perf >/dev/null || { echo "bench: PROFILE=1 needs perf (apt-get install linux-perf)" >&2; exit 1; }
 for tool in wrk curl python3; do
     command -v $tool >/dev/null || { echo "bench: $tool is missing (bench/deps.sh installs it)" >&2; exit 1; }
 done
@@ -142,9 +146,39 @@ seed() {
 POST_BODY='{"data": {"text": "benchmark note", "n": 42, "tags": ["a", "b"]}}'
 measure() {
     printf '  wrk %-6s %-7s %s\n' "$1" "$2" "$3" >&2
+    perf_pid=""
+    if [ -n "${PROFILE:-}" ] && [ "$1" = ours ]; then
+        # System-wide, filtered by our pid when reported: `perf record -p` would miss the
+        # threads made after it attached (a thread per connection, in today's server).
+        # It starts disabled and is enabled through its control fifo, which acknowledges once
+        # it records, so the whole wrk run is in the profile.
+        rm -f "$TMP/perf.ctl" "$TMP/perf.ack"
+        mkfifo "$TMP/perf.ctl" "$TMP/perf.ack"
+        perf record -a -F 499 -g -D -1 --control "fifo:$TMP/perf.ctl,$TMP/perf.ack" \
+            -o "$TMP/perf-$2.data" >"$TMP/perf-$2.log" 2>&1 &
+        perf_pid=$!
+        timeout 30 sh -c 'echo enable >"$1" && head -c 3 "$2" >/dev/null' _ "$TMP/perf.ctl" "$TMP/perf.ack" ||
+            { echo "bench: perf did not start:" >&2; cat "$TMP/perf-$2.log" >&2; exit 1; }
+    fi
     BENCH_LABEL="$1|$2" BENCH_OUT=$RESULTS BENCH_METHOD=${4:-GET} BENCH_BODY=${5:-} \
         wrk -t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"$DURATION" --latency -s "$ROOT/bench/wrk.lua" "$3" \
         >"$TMP/wrk-$1-$2.txt" 2>&1 || { cat "$TMP/wrk-$1-$2.txt" >&2; exit 1; }
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"
+        wait "$perf_pid" || true
+        PROFILED="${PROFILED:-} $2"
+    fi
+}
+
+# Where our server's time went during each profiled run: the symbols with the most
+# samples of their own (the kernel's included), as perf report lists them.
+print_profiles() {
+    for e in ${PROFILED:-}; do
+        echo
+        echo "profile of actionstools during wrk $e (perf: share of the server's samples spent in each function itself, top 15):"
+        perf report -i "$TMP/perf-$e.data" --pid "$OURS_PID" --percentage relative --stdio --no-children \
+            -g none --sort dso,symbol 2>/dev/null | grep -v '^#' | grep '%' | sed 's/ *- *- *$//' | head -n 15
+    done
 }
 
 # status_mb PID FIELD: VmRSS or VmHWM of a process in MB (0 when it is gone).
@@ -257,3 +291,4 @@ attack)
 esac
 fact "meta load_after=$(cut -d' ' -f1 /proc/loadavg)"
 python3 "$ROOT/bench/report.py" "$MODE" "$RESULTS" "$FACTS"
+print_profiles
