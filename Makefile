@@ -118,6 +118,13 @@ $(BUILD)/release/bench/clients: bench/clients.c
 
 bench-tools: $(BENCH_TOOLS)
 
+# The benchmark's own tools checked (bench/selftest.sh, about 20 s).
+.PHONY: bench-check
+bench-check:
+	@./bench/deps.sh
+	@$(MAKE) --no-print-directory bench-tools
+	@./bench/selftest.sh
+
 bench: deps
 	@./bench/deps.sh
 	@$(MAKE) --no-print-directory -j2 build bench-tools

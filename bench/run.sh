@@ -125,7 +125,7 @@ start_twin() {
 }
 
 start_hello() {
-    "$TOOLS/hello" 0 >"$TMP/hello.out" &
+    "$TOOLS/hello" 0 >"$TMP/hello.out" 2>"$TMP/hello.err" &
     PIDS="$PIDS $!"
     HELLO_PORT=$(wait_for "$TMP/hello.out" 's/^port \([0-9]*\)$/\1/p') ||
         { echo "bench: the hello server did not start" >&2; exit 1; }
