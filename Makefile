@@ -164,10 +164,47 @@ api-dynamodb: $(BUILD)/asan/actionstools
 	@AT_BIN=$(CURDIR)/$(BUILD)/asan/actionstools AT_STORAGE=dynamodb \
 		./scripts/with-dynalite.sh node --test tests/api/
 
+# Benchmarks (bench/, docs/performance.md). `make bench` measures actionstools beside the
+# libmicrohttpd hello server and the Flask + gunicorn twin, then the dynamodb backend on
+# dynalite; `make bench CONNECTIONS=10000` holds that many idle keep-alive connections while
+# wrk measures; `make bench ATTACK=1` runs the slowloris and non-reading clients.
+# DURATION (5s), WRK_THREADS (1), WRK_CONNECTIONS (64) tune wrk.
+.PHONY: bench-tools
+BENCH_TOOLS := $(BUILD)/release/bench/hello $(BUILD)/release/bench/clients
+
+$(BUILD)/release/bench/hello: bench/hello.c
+	@mkdir -p $(@D)
+	@echo "  CC (bench) $@"
+	@$(CC) $(release_CFLAGS) $< -o $@ $(shell pkg-config --libs libmicrohttpd) -lpthread
+
+$(BUILD)/release/bench/clients: bench/clients.c
+	@mkdir -p $(@D)
+	@echo "  CC (bench) $@"
+	@$(CC) $(release_CFLAGS) $< -o $@
+
+-include $(BENCH_TOOLS:=.d)
+
+bench-tools: $(BENCH_TOOLS)
+
+# The benchmark's own tools checked (bench/selftest.sh, about 20 s).
+.PHONY: bench-check
+bench-check:
+	@./bench/deps.sh
+	@$(MAKE) --no-print-directory bench-tools
+	@./bench/selftest.sh
+
 bench: deps
-	@$(MAKE) --no-print-directory build
+	@./bench/deps.sh
+	@$(MAKE) --no-print-directory -j2 build bench-tools
+ifneq ($(CONNECTIONS),)
+	@./bench/run.sh --idle $(CONNECTIONS) $(BUILD)/release/actionstools
+else ifneq ($(ATTACK),)
+	@./bench/run.sh --attack $(BUILD)/release/actionstools
+else
 	@./bench/run.sh $(BUILD)/release/actionstools
-	@STORAGE=dynamodb DURATION=$${DURATION:-3s} ./scripts/with-dynalite.sh ./bench/run.sh $(BUILD)/release/actionstools
+	@STORAGE=dynamodb DURATION=$${DYNAMODB_DURATION:-3s} ./scripts/with-dynalite.sh \
+		./bench/run.sh $(BUILD)/release/actionstools
+endif
 
 format:
 	clang-format -i $$(find src include tests/unit -name '*.[ch]')
