@@ -163,7 +163,8 @@ static int cmd_serve(int argc, char **argv)
         goto out;
     }
     {
-        at_server_options so = {cfg.listen_host, cfg.listen_port, cfg.http_max_connections};
+        at_server_options so = {cfg.listen_host, cfg.listen_port, cfg.http_max_connections,
+                                cfg.http_request_timeout, cfg.http_idle_timeout};
         rc = at_server_run(app, &so, err, sizeof err);
     }
     if (rc) fprintf(stderr, "actionstools: %s\n", err);

@@ -10,7 +10,9 @@
 typedef struct at_server_options {
     const char *host; /* address to listen on */
     int port;         /* 0 asks the system for a free port */
-    int max_connections;
+    int max_connections; /* HTTP_MAX_CONNECTIONS */
+    int request_timeout; /* HTTP_REQUEST_TIMEOUT, seconds */
+    int idle_timeout;    /* HTTP_IDLE_TIMEOUT, seconds */
 } at_server_options;
 
 /* Runs the HTTP server until SIGINT or SIGTERM, with a thread per connection, at most
