@@ -242,6 +242,20 @@ int at_guard_request_arrived(at_guard *g, at_guard_conn *c)
     return rc;
 }
 
+void at_guard_refuse(at_guard *g, at_guard_conn *c, int status, const char *message)
+{
+    victim v;
+    int have = 0;
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    if (c->state != S_GONE) {
+        make_victim(g, c, status, message, &v);
+        have = 1;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (have) finish_victim(g, &v);
+}
+
 void at_guard_request_done(at_guard *g, at_guard_conn *c)
 {
     if (!c) return;
@@ -339,6 +353,7 @@ static void *sweeper_main(void *arg)
         if (victims) sweep(g, victims);
         at_guard_get_stats(g, &st);
         log_stats(&st, &last);
+        if (g->o.tick) g->o.tick(g->o.answer_cls);
     }
     free(victims);
     return NULL;

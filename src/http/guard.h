@@ -29,6 +29,7 @@ typedef struct at_guard_options {
     int slots;              /* connections the library may hold at once (>= max_connections) */
     at_guard_answer_fn answer;
     void *answer_cls;
+    void (*tick)(void *cls); /* called with answer_cls after each sweep, or NULL */
 } at_guard_options;
 
 /* Creates the guard and starts its sweeper thread. Returns 0, AT_ENOMEM or AT_EIO. */
@@ -53,6 +54,12 @@ void at_guard_request_begins(at_guard *g, at_guard_conn *c, const char *raw_path
 /* The request arrived whole and is about to be handled. Returns 0, or -1 when the
  * guard already cut or shed the connection: then the request must not run. */
 int at_guard_request_arrived(at_guard *g, at_guard_conn *c);
+
+/* Answers the connection's request at once with status and message (written on the
+ * socket, past the library) and shuts the connection down. For a request the library
+ * would fail to answer. Nothing may have been sent on the connection for this
+ * request yet. */
+void at_guard_refuse(at_guard *g, at_guard_conn *c, int status, const char *message);
 
 /* The answer was sent (or the request ended otherwise); the connection is idle. */
 void at_guard_request_done(at_guard *g, at_guard_conn *c);

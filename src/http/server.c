@@ -19,10 +19,12 @@
  * HTTP_MAX_CONNECTIONS. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +45,24 @@
 #include "actionstools/banned.h"
 
 /* Per-connection memory of libmicrohttpd: the read buffer (so also the largest request
- * head: request line and headers) and the answer's header block. 16 KB holds a
- * request head of about 12 KB (a bearer token of a few KB fits with room to spare);
- * RSS per pool size is measured in docs/performance.md. */
-#define CONN_POOL_BYTES (16 * 1024)
+ * head: request line and headers), the parsed header and query records, and the
+ * answer's header block. 12 KB holds a request head of about 11 KB (a bearer token of
+ * a few KB fits with room to spare) and keeps 10,000 connections under 140 MB of RSS;
+ * the figures per pool size are in docs/performance.md. */
+#define CONN_POOL_BYTES (12 * 1024)
+/* Query parameters a request may have. Each takes a record of the pool above, and
+ * libmicrohttpd 0.9.75 fails to answer (it hangs the connection) when they exhaust it
+ * while it parses the request line, so more are refused before it tries. No route
+ * takes more than a handful. */
+#define MAX_QUERY_PARAMS 64
 /* Jobs that may wait in the worker queue before requests get 503. */
 #define WORK_QUEUE 4096
+/* Answers at least this big are allocated with mmap(2) by glibc and so returned to
+ * the system as soon as they are sent (docs/http-server.md, "Memory"). */
+#define BIG_ANSWER (1024 * 1024)
+/* Memory given back by closed connections and big answers after which the heap is
+ * trimmed (malloc_trim) on the next tick of the guard's sweeper. */
+#define TRIM_AFTER (16 * 1024 * 1024)
 /* File descriptors kept for everything but client connections (store, DynamoDB
  * connections, logs, the listening socket, epoll and signalling fds). */
 #define FD_RESERVE 256
@@ -58,9 +72,10 @@ typedef struct server {
     at_guard *guard;
     at_workers *workers;
     int max_connections;
+    atomic_size_t released; /* bytes freed since the last trim (closed pools, big answers) */
 } server;
 
-enum { P_HEADERS, P_BODY, P_QUEUED, P_READY, P_DONE };
+enum { P_HEADERS, P_BODY, P_QUEUED, P_READY, P_CLOSE, P_DONE };
 
 /* One request, from its request line to its completion. */
 typedef struct req_state {
@@ -70,7 +85,7 @@ typedef struct req_state {
     at_arena arena;
     at_buf body;
     int too_big;
-    int phase; /* P_*: P_QUEUED while a worker owns the request */
+    int phase; /* P_*: P_QUEUED while a worker owns the request; P_CLOSE: close unanswered */
     int64_t t0;
     const char *raw_path; /* as sent, without the query; in the arena */
     at_request req;
@@ -123,10 +138,21 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         at_guard_close(srv->guard, *socket_context);
         *socket_context = NULL;
+        atomic_fetch_add(&srv->released, (size_t)CONN_POOL_BYTES);
     }
 }
 
 /* ---- requests ------------------------------------------------------------------- */
+
+/* Returns the number of query parameters in a raw request target. */
+static size_t count_params(const char *uri)
+{
+    const char *q = strchr(uri, '?');
+    size_t n = 0;
+    if (!q || !q[1]) return 0;
+    for (n = 1; *q; q++) n += *q == '&';
+    return n;
+}
 
 static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
 {
@@ -134,6 +160,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
     req_state *st = calloc(1, sizeof *st);
     at_guard_conn *gc = guard_conn(conn);
     size_t n = uri ? strcspn(uri, "?") : 0;
+    char msg[128];
 
     if (st) {
         st->srv = srv;
@@ -145,6 +172,13 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
         st->raw_path = at_arena_strndup(&st->arena, uri ? uri : "", n);
     }
     at_guard_request_begins(srv->guard, gc, st ? st->raw_path : NULL);
+    if (uri && count_params(uri) > MAX_QUERY_PARAMS) {
+        /* Answered here, on the socket, before the library parses the parameters. */
+        snprintf(msg, sizeof msg, "the query has %zu parameters; at most %d are accepted",
+                 count_params(uri), MAX_QUERY_PARAMS);
+        at_guard_refuse(srv->guard, gc, 414, msg);
+        if (st) st->phase = P_CLOSE;
+    }
     return st;
 }
 
@@ -156,6 +190,7 @@ static enum MHD_Result send_answer(req_state *st, int close_after)
     enum MHD_Result ok;
 
     st->phase = P_DONE;
+    if (resp->body_len >= BIG_ANSWER) atomic_fetch_add(&st->srv->released, resp->body_len);
     r = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         at_response_release(resp);
@@ -209,6 +244,7 @@ static enum MHD_Result request_arrived(req_state *st)
 {
     server *srv = st->srv;
     kv_list query = {NULL, 0, 0, &st->arena};
+    int rc;
 
     if (at_guard_request_arrived(srv->guard, st->gc)) return MHD_NO; /* cut or shed */
     MHD_get_connection_values(st->conn, MHD_GET_ARGUMENT_KIND, collect, &query);
@@ -223,13 +259,18 @@ static enum MHD_Result request_arrived(req_state *st)
     }
     st->phase = P_QUEUED;
     MHD_suspend_connection(st->conn);
-    if (at_workers_submit(srv->workers, work, st) != 0) {
+    rc = at_workers_submit(srv->workers, work, st);
+    if (rc == AT_ETOOBIG) {
         at_app_refuse(srv->app, &st->req, 503,
                       "the server has more requests waiting than it takes; retry shortly",
                       &st->resp);
         st->phase = P_READY;
-        MHD_resume_connection(st->conn);
+    } else if (rc) {
+        /* Shutting down: the request is not run and the connection closes unanswered,
+         * as when the process stops before reading it (no answer, no write). */
+        st->phase = P_CLOSE;
     }
+    if (rc) MHD_resume_connection(st->conn);
     return MHD_YES;
 }
 
@@ -243,6 +284,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)url; /* decoded by the library; we route on the raw path (uri_log) */
     if (!st) return MHD_NO; /* uri_log could not allocate it */
     switch (st->phase) {
+    case P_CLOSE:
+        return MHD_NO;
     case P_HEADERS:
         return headers_arrived(st, method);
     case P_BODY:
@@ -335,6 +378,26 @@ static size_t guard_answer(void *cls, int status, const char *message, const cha
     at_response_release(&resp);
     at_arena_release(&a);
     return n;
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+/* glibc raises its mmap threshold up to 32 MB after big blocks are freed, after which
+ * big answers come from the heap and stay there once freed; a fixed threshold keeps
+ * them in mmap'd memory, returned on free. The rest (many small blocks freed when
+ * connections close) is returned by malloc_trim once enough was freed. Measured
+ * against jemalloc and mimalloc in docs/http-server.md. */
+static void memory_policy(void)
+{
+    mallopt(M_MMAP_THRESHOLD, BIG_ANSWER);
+}
+
+static void tick(void *cls)
+{
+    server *srv = cls;
+    if (atomic_load(&srv->released) < TRIM_AFTER) return;
+    atomic_store(&srv->released, 0);
+    malloc_trim(0);
 }
 
 /* ---- the library's own messages ------------------------------------------------------ */
@@ -466,6 +529,8 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
     go.slots = (int)slots;
     go.answer = guard_answer;
     go.answer_cls = &srv;
+    go.tick = tick;
+    memory_policy();
     rc = at_guard_new(&go, &srv.guard);
     if (!rc) rc = at_workers_new((size_t)(o->workers > 0 ? o->workers : 32), WORK_QUEUE, &srv.workers);
     if (rc) {

@@ -87,7 +87,9 @@ int at_workers_submit(at_workers *w, at_work_fn fn, void *arg)
 {
     int rc = 0;
     pthread_mutex_lock(&w->lock);
-    if (w->stopping || w->len == w->cap) {
+    if (w->stopping) {
+        rc = AT_EUNAVAIL;
+    } else if (w->len == w->cap) {
         rc = AT_ETOOBIG;
     } else {
         w->ring[(w->head + w->len) % w->cap] = (job){fn, arg};

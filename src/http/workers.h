@@ -12,8 +12,9 @@ typedef void (*at_work_fn)(void *arg);
  * AT_ENOMEM / AT_EIO (a thread could not start). */
 int at_workers_new(size_t nthreads, size_t queue_cap, at_workers **out /* OUT */);
 
-/* Queues fn(arg) to run on a worker. Returns 0, or AT_ETOOBIG when the queue is full
- * or the pool is stopping; then fn is not called and arg stays the caller's. */
+/* Queues fn(arg) to run on a worker. Returns 0, AT_ETOOBIG when the queue is full, or
+ * AT_EUNAVAIL when the pool is stopping; then fn is not called and arg stays the
+ * caller's. */
 int at_workers_submit(at_workers *w, at_work_fn fn, void *arg);
 
 /* Returns the number of jobs queued or running now (for the log). */
