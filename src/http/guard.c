@@ -38,7 +38,7 @@
 #include "actionstools/banned.h"
 
 #define PATH_KEPT 160    /* bytes of a request's raw path kept for the 408 log line */
-#define CHUNK 512        /* slots the sweeper looks at per turn of the mutex */
+#define CHUNK 128        /* slots the sweeper looks at per turn of the mutex (and dups at most) */
 #define DATA_MARGIN_MS 10 /* TCP_INFO times are in jiffies: ignore data this close to idle */
 #define ANSWER_MAX 1024
 
