@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,7 +284,10 @@ static int64_t last_data_at(int fd, int64_t now)
 {
     struct tcp_info ti;
     socklen_t len = sizeof ti;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || len < sizeof ti) return -1;
+    /* An older kernel may fill less than glibc's struct; the field is an old one. */
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv)
+        return -1;
     return now - (int64_t)ti.tcpi_last_data_recv;
 }
 

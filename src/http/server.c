@@ -538,7 +538,10 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
         goto out;
     }
 
+    /* The logger first: the library warns that messages about earlier options would
+     * go to its default logger otherwise. */
     d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, access_handler, &srv,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                          MHD_OPTION_THREAD_POOL_SIZE, threads,
                          MHD_OPTION_CONNECTION_LIMIT, slots,
@@ -547,8 +550,7 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
                          MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
                          MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &srv,
                          MHD_OPTION_URI_LOG_CALLBACK, uri_log, &srv,
-                         MHD_OPTION_NOTIFY_COMPLETED, request_completed, &srv,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, request_completed, &srv, MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "cannot listen on %s:%d (%s): is another server using the port?",
                  o->host, o->port, strerror(errno));
