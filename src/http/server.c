@@ -71,7 +71,6 @@ typedef struct server {
     at_app *app;
     at_guard *guard;
     at_workers *workers;
-    int max_connections;
     atomic_size_t released; /* bytes freed since the last trim (closed pools, big answers) */
 } server;
 
@@ -522,7 +521,6 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
     signal(SIGPIPE, SIG_IGN);
 
     srv.app = app;
-    srv.max_connections = max;
     memset(&go, 0, sizeof go);
     go.max_connections = max;
     go.request_timeout_ms = o->request_timeout * 1000;
