@@ -37,8 +37,9 @@ void at_app_refuse(at_app *app, const at_request *req, int status, const char *m
 
 /* Returns 1 when handling a request with this method may wait (on the network, or on
  * the store's writer) and must run off the server's polling threads: every request on
- * the dynamodb backend, and writes on sqlite (a writer waits for its commit). Returns 0
- * for reads on sqlite, which run inline (docs/http-server.md). */
+ * the dynamodb backend but a CORS preflight, and writes on sqlite (a writer waits for
+ * its commit). Returns 0 for reads on sqlite and for OPTIONS, which run inline
+ * (docs/http-server.md). */
 int at_app_may_block(const at_app *app, const char *method);
 
 #endif
