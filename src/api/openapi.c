@@ -626,7 +626,7 @@ static char *describe(const at_route *rt, char *d, size_t n)
     const at_resource *r = rt->resource;
     size_t used = 0;
     d[0] = '\0';
-#define ADD(...) used += (size_t)snprintf(d + used, used < n ? n - used : 0, __VA_ARGS__)
+#define ADD(...) (void)(used < n && (used += (size_t)snprintf(d + used, n - used, __VA_ARGS__)))
     switch (rt->kind) {
     case AT_RK_CREATE:
         ADD("Creates a %s: 201 with the %s, its URL in Location and its version in ETag. Send your "
@@ -776,6 +776,7 @@ static json_t *header_def(const char *doc, const char *example)
 static json_t *components(gen *g)
 {
     json_t *c = json_object(), *h = json_object(), *p = json_object(), *responses = json_object();
+    if (json_object_get(g->schemas, "Error")) fail(g, AT_EINVAL, "a resource is named error: Error is the error body's schema");
     put(g, c, "securitySchemes",
         json_pack("{s:{s:s, s:s, s:s, s:s}}", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat",
                   "JWT", "description",
