@@ -68,7 +68,8 @@ static int open_ui(const char *dir)
  * folder's descriptor, or -1; where is set to the folder found, or to what was tried. */
 static int find_ui(char *where, size_t n)
 {
-    static const char *const candidates[] = {"share/swagger-ui", "../share/actionstools/swagger-ui"};
+    static const char *const candidates[] = {"share/swagger-ui",
+                                             "../share/actionstools/swagger-ui"};
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *slash;
@@ -97,8 +98,8 @@ static int add_path(at_buf *b, const char *s)
     static const char hex[] = "0123456789ABCDEF";
     int rc = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '/' ||
-            *p == '-' || *p == '.' || *p == '_' || *p == '~')
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '/' || *p == '-' || *p == '.' || *p == '_' || *p == '~')
             rc = at_buf_addc(b, (char)*p);
         else
             rc = at_buf_printf(b, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
@@ -114,30 +115,37 @@ static int make_page(at_api_docs *d, const char *prefix)
     int rc;
     at_buf_init(&b, 64 * 1024);
     if (d->assets >= 0) {
-        rc = at_buf_adds(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                             "<title>actionstools API</title>\n<link rel=\"stylesheet\" href=\"");
+        rc = at_buf_adds(&b,
+                         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                         "<title>actionstools API</title>\n<link rel=\"stylesheet\" href=\"");
         if (!rc) rc = add_path(&b, prefix);
-        if (!rc) rc = at_buf_adds(&b, "/docs/swagger-ui.css\">\n<link rel=\"icon\" type=\"image/png\" href=\"");
+        if (!rc)
+            rc = at_buf_adds(
+                &b, "/docs/swagger-ui.css\">\n<link rel=\"icon\" type=\"image/png\" href=\"");
         if (!rc) rc = add_path(&b, prefix);
-        if (!rc) rc = at_buf_adds(&b, "/docs/favicon-32x32.png\" sizes=\"32x32\">\n</head>\n<body>\n"
-                                      "<div id=\"swagger-ui\"></div>\n<script src=\"");
+        if (!rc)
+            rc = at_buf_adds(&b, "/docs/favicon-32x32.png\" sizes=\"32x32\">\n</head>\n<body>\n"
+                                 "<div id=\"swagger-ui\"></div>\n<script src=\"");
         if (!rc) rc = add_path(&b, prefix);
-        if (!rc) rc = at_buf_adds(&b, "/docs/swagger-ui-bundle.js\"></script>\n<script>\n"
-                                      "window.ui = SwaggerUIBundle({\n  url: \"");
+        if (!rc)
+            rc = at_buf_adds(&b, "/docs/swagger-ui-bundle.js\"></script>\n<script>\n"
+                                 "window.ui = SwaggerUIBundle({\n  url: \"");
         if (!rc) rc = add_path(&b, prefix);
         /* validatorUrl null: the page never sends the document's URL to swagger.io. */
         if (!rc)
-            rc = at_buf_adds(&b, "/openapi.json\",\n  dom_id: \"#swagger-ui\",\n  deepLinking: true,\n"
-                                 "  validatorUrl: null,\n  presets: [SwaggerUIBundle.presets.apis],\n"
-                                 "  layout: \"BaseLayout\"\n});\n</script>\n</body>\n</html>\n");
+            rc = at_buf_adds(&b,
+                             "/openapi.json\",\n  dom_id: \"#swagger-ui\",\n  deepLinking: true,\n"
+                             "  validatorUrl: null,\n  presets: [SwaggerUIBundle.presets.apis],\n"
+                             "  layout: \"BaseLayout\"\n});\n</script>\n</body>\n</html>\n");
     } else {
-        rc = at_buf_adds(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                             "<title>actionstools API</title>\n</head>\n<body>\n<h1>actionstools API</h1>\n"
-                             "<p>This page would show the API with Swagger UI, but its files are not "
-                             "installed beside this binary (<code>share/swagger-ui</code>). "
-                             "<code>make</code> copies them there from "
-                             "<code>node_modules/swagger-ui-dist</code> once <code>npm ci</code> has "
-                             "run.</p>\n<p>The API document is here: <a href=\"");
+        rc = at_buf_adds(
+            &b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                "<title>actionstools API</title>\n</head>\n<body>\n<h1>actionstools API</h1>\n"
+                "<p>This page would show the API with Swagger UI, but its files are not "
+                "installed beside this binary (<code>share/swagger-ui</code>). "
+                "<code>make</code> copies them there from "
+                "<code>node_modules/swagger-ui-dist</code> once <code>npm ci</code> has "
+                "run.</p>\n<p>The API document is here: <a href=\"");
         if (!rc) rc = add_path(&b, prefix);
         if (!rc) rc = at_buf_adds(&b, "/openapi.json\">");
         if (!rc) rc = add_path(&b, prefix);
@@ -177,9 +185,12 @@ int at_api_docs_new(const at_route *routes, const char *base_prefix, const char 
     if (d->assets >= 0)
         at_log(AT_LOG_INFO, "GET /docs serves Swagger UI from %s", where);
     else
-        at_log(AT_LOG_WARN, "Swagger UI files not found in %s; GET /docs shows a note linking /openapi.json "
-                            "(run make after npm ci to copy them)", where);
-    if ((rc = make_page(d, base_prefix ? base_prefix : ""))) snprintf(err, errlen, "out of memory while making the /docs page");
+        at_log(AT_LOG_WARN,
+               "Swagger UI files not found in %s; GET /docs shows a note linking /openapi.json "
+               "(run make after npm ci to copy them)",
+               where);
+    if ((rc = make_page(d, base_prefix ? base_prefix : "")))
+        snprintf(err, errlen, "out of memory while making the /docs page");
 out:
     json_decref(doc);
     if (rc)
@@ -261,7 +272,8 @@ static int plain_name(const char *name)
     if (n == 0 || n > MAX_ASSET_NAME) return 0;
     for (size_t i = 0; i < n; i++) {
         char ch = name[i];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        int alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
         if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-'))) return 0;
     }
     return 1;
@@ -279,7 +291,8 @@ static int read_asset(int dir, const char *name, char **out, size_t *len)
 
     *out = NULL;
     *len = 0;
-    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ? AT_ENOTFOUND : AT_EIO;
+    if (fd < 0)
+        return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ? AT_ENOTFOUND : AT_EIO;
     if (fstat(fd, &st) != 0) {
         rc = AT_EIO;
         goto out;
@@ -326,8 +339,9 @@ void at_api_docs_asset(at_ctx *c)
     size_t len;
     int rc;
     if (!d || d->assets < 0) {
-        at_reply_error(c, 404, "the Swagger UI files are not installed beside this binary; the API "
-                               "document is at /openapi.json");
+        at_reply_error(c, 404,
+                       "the Swagger UI files are not installed beside this binary; the API "
+                       "document is at /openapi.json");
         return;
     }
     if (!name || !plain_name(name) || !(type = asset_type(name))) {

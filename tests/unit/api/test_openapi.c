@@ -31,7 +31,8 @@ static void dummy(at_ctx *c)
 static void lower(const char *s, char *out, size_t n)
 {
     size_t i;
-    for (i = 0; s[i] && i + 1 < n; i++) out[i] = (char)tolower((unsigned char)s[i]);
+    for (i = 0; s[i] && i + 1 < n; i++)
+        out[i] = (char)tolower((unsigned char)s[i]);
     out[i] = '\0';
 }
 
@@ -54,11 +55,13 @@ static void test_real_table_is_the_document(void **state)
     for (const at_route *rt = at_routes; rt->method; rt++) {
         char m[16];
         rows++;
-        if (!rt->summary || !*rt->summary) fail_msg("route %s %s has no summary", rt->method, rt->pattern);
+        if (!rt->summary || !*rt->summary)
+            fail_msg("route %s %s has no summary", rt->method, rt->pattern);
         if (rt->kind != AT_RK_OTHER && !rt->resource)
             fail_msg("route %s %s: an engine route without a resource", rt->method, rt->pattern);
         if (rt->kind == AT_RK_OTHER && (!rt->doc || !rt->doc->answer))
-            fail_msg("route %s %s: a route of its own without an at_route_doc", rt->method, rt->pattern);
+            fail_msg("route %s %s: a route of its own without an at_route_doc", rt->method,
+                     rt->pattern);
         lower(rt->method, m, sizeof m);
         op = json_object_get(json_object_get(paths, rt->pattern), m);
         if (!op) fail_msg("route %s %s is not in the document", rt->method, rt->pattern);
@@ -83,7 +86,8 @@ static void test_real_table_is_the_document(void **state)
                 lower(rt->method, m, sizeof m);
                 if (strcmp(rt->pattern, pattern) == 0 && strcmp(m, method) == 0) break;
             }
-            if (!rt->method) fail_msg("the document has %s %s, which no route serves", method, pattern);
+            if (!rt->method)
+                fail_msg("the document has %s %s, which no route serves", method, pattern);
             ops++;
         }
     }
@@ -93,10 +97,13 @@ static void test_real_table_is_the_document(void **state)
     assert_non_null(json_object_get(json_object_get(paths, "/swagger.json"), "get"));
     assert_non_null(json_object_get(json_object_get(paths, "/docs"), "get"));
     assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "servers"), 0), "url")), "/");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(doc, "servers"), 0), "url")),
+                        "/");
     json_decref(doc);
     doc = make(at_routes, "/actionstools");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "servers"), 0), "url")),
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(doc, "servers"), 0), "url")),
                         "/actionstools");
     json_decref(doc);
 }
@@ -134,13 +141,23 @@ static const at_resource widgets = {
     .doc = "toy widgets",
 };
 
-static const at_list_filter filters[] = {{"done", "done", AT_OP_EQ}, {"colour", "colour", AT_OP_NE}, {NULL}};
+static const at_list_filter filters[] = {
+    {"done", "done", AT_OP_EQ}, {"colour", "colour", AT_OP_NE}, {NULL}};
 
 static const at_list_def lists[] = {
-    {.when = "owner", .index = "owner_uuid-created_at-index", .pk = {AT_SRC_QUERY, "owner"}, .forward = 0,
+    {.when = "owner",
+     .index = "owner_uuid-created_at-index",
+     .pk = {AT_SRC_QUERY, "owner"},
+     .forward = 0,
      .doc = "by owner, newest first"},
-    {.index = "target_uuid-created_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .forward = 1,
-     .sk_param = "since", .sk_op = AT_OP_GE, .order_param = "order", .filters = filters, .doc = "oldest first"},
+    {.index = "target_uuid-created_at-index",
+     .pk = {AT_SRC_PATH, "target_uuid"},
+     .forward = 1,
+     .sk_param = "since",
+     .sk_op = AT_OP_GE,
+     .order_param = "order",
+     .filters = filters,
+     .doc = "oldest first"},
     {NULL},
 };
 
@@ -200,7 +217,8 @@ static void statuses(json_t *op, char *out, size_t n)
     json_t *v;
     size_t used = 0;
     out[0] = '\0';
-    json_object_foreach(json_object_get(op, "responses"), k, v) used += (size_t)snprintf(out + used, n - used, "%s%s", used ? " " : "", k);
+    json_object_foreach(json_object_get(op, "responses"), k, v) used +=
+        (size_t)snprintf(out + used, n - used, "%s%s", used ? " " : "", k);
 }
 
 static json_t *param(json_t *op, const char *name)
@@ -211,7 +229,8 @@ static json_t *param(json_t *op, const char *name)
     {
         const char *r = json_string_value(json_object_get(p, "$ref"));
         if (r && strcmp(strrchr(r, '/') + 1, name) == 0) return p;
-        if (json_string_value(json_object_get(p, "name")) && strcmp(json_string_value(json_object_get(p, "name")), name) == 0)
+        if (json_string_value(json_object_get(p, "name")) &&
+            strcmp(json_string_value(json_object_get(p, "name")), name) == 0)
             return p;
     }
     return NULL;
@@ -254,9 +273,10 @@ static void test_toy_resource(void **state)
 
     /* the item: its fields and the service's */
     s = at(doc, "components|schemas|ShinyWidget");
-    for (const char *const *n = (const char *const[]){"uuid", "target_uuid", "instance_id", "owner_uuid", "owner_name",
-                                                      "version", "created_at", "updated_at", "data", "done",
-                                                      "title", "colour", "size", "parent", NULL};
+    for (const char *const *n =
+             (const char *const[]){"uuid", "target_uuid", "instance_id", "owner_uuid", "owner_name",
+                                   "version", "created_at", "updated_at", "data", "done", "title",
+                                   "colour", "size", "parent", NULL};
          *n; n++)
         if (!json_object_get(at(s, "properties"), *n)) fail_msg("the item schema has no %s", *n);
     assert_true(json_is_true(at(s, "properties|target_uuid|readOnly")));
@@ -269,7 +289,8 @@ static void test_toy_resource(void **state)
     assert_string_equal(st, "201 200 400 401 404 409 413 415 429 500 503");
     assert_non_null(at(op, "responses|201|headers|Location"));
     assert_non_null(at(op, "responses|201|headers|ETag"));
-    assert_string_equal(text(op, "requestBody|content|application/json|schema|$ref"), "#/components/schemas/ShinyWidgetCreate");
+    assert_string_equal(text(op, "requestBody|content|application/json|schema|$ref"),
+                        "#/components/schemas/ShinyWidgetCreate");
     assert_string_equal(text(op, "tags|0"), "widgets");
 
     /* list: limit, cursor, each plan's parameters */
@@ -345,15 +366,20 @@ static void test_undocumented_rows_refused(void **state)
     static const at_route_doc no_answer = {.tag = "x"};
     static const at_field unpatchable[] = {{"data", AT_F_JSON, AT_FF_CREATE, .doc = "x"}, {NULL}};
     at_resource frozen = widgets;
-    at_route no_summary[] = {{"GET", "/x", dummy, 0, "", NULL, AT_RK_OTHER, NULL, &at_api_health_doc}, {NULL}};
+    at_route no_summary[] = {
+        {"GET", "/x", dummy, 0, "", NULL, AT_RK_OTHER, NULL, &at_api_health_doc}, {NULL}};
     at_route no_doc[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL}, {NULL}};
-    at_route no_answer_r[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &no_answer}, {NULL}};
+    at_route no_answer_r[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &no_answer},
+                              {NULL}};
     at_route twice[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &at_api_health_doc},
                         {"GET", "/x", dummy, 0, "y", NULL, AT_RK_OTHER, NULL, &at_api_health_doc},
                         {NULL}};
-    at_route schema[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &bad_schema}, {NULL}};
-    at_route status[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &bad_status}, {NULL}};
-    at_route param[] = {{"GET", "/x/{nobody}", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &at_api_health_doc}, {NULL}};
+    at_route schema[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &bad_schema},
+                         {NULL}};
+    at_route status[] = {{"GET", "/x", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &bad_status},
+                         {NULL}};
+    at_route param[] = {
+        {"GET", "/x/{nobody}", dummy, 0, "x", NULL, AT_RK_OTHER, NULL, &at_api_health_doc}, {NULL}};
     at_route patch[] = {{"PATCH", ITEM, dummy, AT_R_BODY, "x", &frozen, AT_RK_PATCH, NULL}, {NULL}};
     char err[512];
     (void)state;
@@ -417,8 +443,10 @@ static got serve(void (*handler)(at_ctx *), const at_api_docs *d, const char *as
     handler(&c);
     g.status = resp.status;
     for (size_t h = 0; h < resp.nheaders; h++) {
-        if (strcmp(resp.headers[h].name, "Content-Type") == 0) snprintf(g.type, sizeof g.type, "%s", resp.headers[h].value);
-        if (strcmp(resp.headers[h].name, "Cache-Control") == 0) snprintf(g.cache, sizeof g.cache, "%s", resp.headers[h].value);
+        if (strcmp(resp.headers[h].name, "Content-Type") == 0)
+            snprintf(g.type, sizeof g.type, "%s", resp.headers[h].value);
+        if (strcmp(resp.headers[h].name, "Cache-Control") == 0)
+            snprintf(g.cache, sizeof g.cache, "%s", resp.headers[h].value);
     }
     g.body = resp.body;
     g.len = resp.body_len;
@@ -528,8 +556,8 @@ static void test_docs_routes(void **state)
     expect_404(d, "a/b.js");
     expect_404(d, "%2e%2e");
     expect_404(d, "secret.conf");
-    expect_404(d, "link.js");  /* a symbolic link is not followed */
-    expect_404(d, "sub.js");   /* a folder */
+    expect_404(d, "link.js"); /* a symbolic link is not followed */
+    expect_404(d, "sub.js");  /* a folder */
     expect_404(d, "missing.js");
     expect_404(d, "");
     at_api_docs_free(d);
