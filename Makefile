@@ -28,6 +28,14 @@ LIB_SRC := $(sort $(filter-out src/main.c,$(shell find src -name '*.c')))
 TEST_SRC := $(sort $(shell find tests/unit -name 'test_*.c'))
 TEST_SUPPORT_SRC := $(sort $(filter-out $(TEST_SRC),$(shell find tests/unit -name '*.c')))
 
+# GET /docs: the few browser files of the pinned swagger-ui-dist (package.json), copied
+# beside each binary into build/<variant>/share/swagger-ui/ when node_modules has them.
+# Serving needs none of it: without them /docs says so (docs/api-document.md).
+SWAGGER_UI_DIR := node_modules/swagger-ui-dist
+SWAGGER_UI_FILES := swagger-ui-bundle.js swagger-ui.css favicon-32x32.png favicon-16x16.png \
+                    swagger-ui-bundle.js.LICENSE.txt LICENSE NOTICE
+SWAGGER_UI = $(if $(wildcard $(SWAGGER_UI_DIR)/package.json),$(SWAGGER_UI_FILES))
+
 # $(call variant,NAME,EXTRA_CFLAGS,EXTRA_LDFLAGS)
 define variant
 $(1)_CFLAGS = $$(BASE_CFLAGS) $(2)
@@ -44,9 +52,14 @@ $(BUILD)/$(1)/libactionstools.a: $$($(1)_OBJ)
 	@rm -f $$@
 	@ar rcs $$@ $$^
 
-$(BUILD)/$(1)/actionstools: $(BUILD)/$(1)/src/main.o $(BUILD)/$(1)/libactionstools.a
+$(BUILD)/$(1)/actionstools: $(BUILD)/$(1)/src/main.o $(BUILD)/$(1)/libactionstools.a \
+		| $$(addprefix $(BUILD)/$(1)/share/swagger-ui/,$$(SWAGGER_UI))
 	@echo "  LD ($(1)) $$@"
 	@$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(PKG_LIBS) $$($(1)_LDFLAGS)
+
+$(BUILD)/$(1)/share/swagger-ui/%: $(SWAGGER_UI_DIR)/%
+	@mkdir -p $$(@D)
+	@cp $$< $$@
 
 $$($(1)_TESTS): $(BUILD)/$(1)/%: $(BUILD)/$(1)/%.o $$($(1)_SUPPORT_OBJ) $(BUILD)/$(1)/libactionstools.a
 	@$(if $(V),,echo "  LD ($(1)) $$@";)$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(TEST_LIBS) $$(PKG_LIBS) $$($(1)_LDFLAGS)

@@ -26,6 +26,7 @@ struct at_app {
     at_router *router;
     at_jwt_verifier *jwt;
     at_cursor_key cursor_key;
+    at_api_docs *docs; /* the API document and Swagger UI */
 };
 
 /* The key that signs list cursors (docs/auth.md): from CURSOR_SECRET, else derived from
@@ -59,6 +60,9 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
     }
     rc = at_api_check_routes(at_routes, err, errlen);
     if (rc) goto out;
+    rc = at_api_docs_new(at_routes, cfg->base_prefix, NULL, &app->docs, err, errlen);
+    if (rc) goto out;
+    app->settings.docs = app->docs;
     if (cfg->jwt_secret || cfg->jwt_public_key_file) {
         at_jwt_config jc = {cfg->jwt_secret, cfg->jwt_public_key_file, NULL, cfg->jwt_issuer,
                             cfg->jwt_audience};
@@ -83,6 +87,7 @@ void at_app_free(at_app *app)
     if (!app) return;
     at_router_free(app->router);
     at_jwt_verifier_free(app->jwt);
+    at_api_docs_free(app->docs);
     free(app);
 }
 

@@ -249,7 +249,7 @@ export class Server {
 //   args         extra arguments after `serve`
 //   preArgs      arguments before the command (e.g. ['--config', file])
 //   command      the command (default 'serve'; null: none, the default command)
-//   binary       another build of actionstools to run (default: BIN)
+//   binary       the binary to start (default: BIN): another build, or a copy placed elsewhere
 export async function startServer(opts = {}) {
   const ownsStorage = !opts.storage;
   const storage = opts.storage || new Storage();
