@@ -106,6 +106,9 @@ SYSCONFDIR ?= /etc
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/actionstools
+# GET /docs finds the Swagger UI files here, relative to the installed binary
+# (src/api/docs.c: ../share/actionstools/swagger-ui).
+UIDIR = $(PREFIX)/share/actionstools/swagger-ui
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 ENVFILE = $(SYSCONFDIR)/actionstools/actionstools.env
 SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
@@ -121,6 +124,13 @@ install: $(BUILD)/release/actionstools
 	$(call install_subst,packaging/actionstools.service.in,$(DESTDIR)$(UNITDIR)/actionstools.service)
 	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
 	install -m 0644 packaging/actionstools.env "$(DESTDIR)$(DOCDIR)/actionstools.env.example"
+	@if [ -n "$(SWAGGER_UI)" ]; then \
+		install -d "$(DESTDIR)$(UIDIR)" && \
+		install -m 0644 $(addprefix $(BUILD)/release/share/swagger-ui/,$(SWAGGER_UI)) "$(DESTDIR)$(UIDIR)/" && \
+		echo "installed the /docs page's files in $(DESTDIR)$(UIDIR)"; \
+	else \
+		echo "no Swagger UI files (node_modules has none): /docs will say so; run make deps first to have them"; \
+	fi
 	@if [ -e "$(DESTDIR)$(ENVFILE)" ]; then \
 		echo "kept the configuration $(DESTDIR)$(ENVFILE)"; \
 	else \
@@ -134,6 +144,8 @@ uninstall:
 		"$(DESTDIR)$(UNITDIR)/actionstools.service" "$(DESTDIR)$(DOCDIR)/README.md" \
 		"$(DESTDIR)$(DOCDIR)/actionstools.env.example"
 	@rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+	rm -rf "$(DESTDIR)$(UIDIR)"
+	@rmdir "$(DESTDIR)$(PREFIX)/share/actionstools" 2>/dev/null || true
 	@if cmp -s packaging/actionstools.env "$(DESTDIR)$(ENVFILE)"; then \
 		echo "rm -f $(DESTDIR)$(ENVFILE)"; rm -f "$(DESTDIR)$(ENVFILE)"; \
 		rmdir "$(DESTDIR)$(SYSCONFDIR)/actionstools" 2>/dev/null || true; \
