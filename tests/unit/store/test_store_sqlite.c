@@ -1,7 +1,8 @@
 /* The sqlite backend: the conformance suite on a temporary database file, then what
  * only this backend promises (WAL, one transaction per change and its stream record,
  * index range scans, durability across reopen, sweeping, migration of old layouts).
- * Set AT_BENCH_ROWS=1000000 to time query pages on a table that large. */
+ * Set AT_BENCH_ROWS=1000000 to time query pages on a table that large, and
+ * AT_BENCH_WRITES=2000 to time concurrent writers (puts/s). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -579,6 +580,71 @@ static void test_bench(void **state)
     at_store_free(s);
 }
 
+/* ---- write benchmark (AT_BENCH_WRITES) ---- */
+
+typedef struct wbench_arg {
+    at_store *s;
+    int id, n, rc;
+} wbench_arg;
+
+/* Creates n notes as the API does: a put conditioned on the uuid being new. */
+static void *wbench_thread(void *p)
+{
+    wbench_arg *a = p;
+    at_clause fresh = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
+    at_cond cond = {&fresh, 1};
+    for (int i = 0; i < a->n && !a->rc; i++) {
+        char u[48];
+        json_t *it;
+        snprintf(u, sizeof u, "%08x-0000-4000-8000-%012x", (unsigned)a->id, (unsigned)i);
+        it = at_conf_item("target_uuid", at_av_s("bench-target"), "uuid", at_av_s(u), "instance_id",
+                          at_av_s("bench"), "owner_uuid", at_av_s("00000000-0000-4000-8000-00000000beef"),
+                          "owner_name", at_av_s("Bench"), "is_pinned", at_av_n_int(0), "version",
+                          at_av_n_int(1), "created_at", at_av_s("2024-01-01 00:00:00.000000"),
+                          "updated_at", at_av_s("2024-01-01 00:00:00.000000"), "data",
+                          json_pack("{s:{s:{s:s}, s:{s:s}}}", "M", "text", "S", "benchmark note",
+                                    "n", "N", "42"),
+                          NULL);
+        a->rc = at_store_put(a->s, AT_TABLE_NOTES, it, &cond);
+        json_decref(it);
+    }
+    return NULL;
+}
+
+/* Returns the puts per second of threads writers, each creating n notes. */
+static double wbench_run(at_store *s, int threads, int n, int base)
+{
+    pthread_t th[256];
+    wbench_arg args[256];
+    int64_t t0 = at_monotonic_us();
+    for (int i = 0; i < threads; i++) {
+        args[i] = (wbench_arg){s, base + i, n, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, wbench_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].rc, 0);
+    }
+    return (double)threads * n / ((double)(at_monotonic_us() - t0) / 1e6);
+}
+
+/* AT_BENCH_WRITES=N: puts/s of 1 writer and of 64 concurrent writers, N puts each. */
+static void test_bench_writes(void **state)
+{
+    const char *env = getenv("AT_BENCH_WRITES");
+    int n = env ? atoi(env) : 0;
+    char path[512];
+    at_store *s;
+    double one, many;
+
+    if (n <= 0) skip();
+    s = open_db("bench_writes", path, sizeof path);
+    one = wbench_run(s, 1, n * 4, 0);
+    many = wbench_run(s, 64, n, 1000);
+    fprintf(stderr, "bench: writes: 1 writer %.0f puts/s; 64 writers %.0f puts/s\n", one, many);
+    at_store_free(s);
+}
+
 static void remove_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -615,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_item_size),
         cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_bench_writes),
     };
     char path[512];
     const char *base = getenv("TMPDIR");
