@@ -167,29 +167,6 @@ int at_sqlite_bind(sqlite3_stmt *st, int i, const sq_val *v)
     }
 }
 
-/* ---- write transactions ---- */
-
-int at_sqlite_begin(sq_store *s, sq_conn *c)
-{
-    int rc;
-    pthread_mutex_lock(&s->write_mu);
-    rc = at_sqlite_exec(c, "BEGIN IMMEDIATE");
-    if (rc) pthread_mutex_unlock(&s->write_mu);
-    return rc;
-}
-
-int at_sqlite_end(sq_store *s, sq_conn *c, int rc)
-{
-    if (rc == 0) {
-        rc = at_sqlite_exec(c, "COMMIT");
-        if (rc) at_sqlite_exec(c, "ROLLBACK");
-    } else {
-        at_sqlite_exec(c, "ROLLBACK");
-    }
-    pthread_mutex_unlock(&s->write_mu);
-    return rc;
-}
-
 /* ---- connections ---- */
 
 static void conn_close(sq_conn *c)
@@ -334,7 +311,7 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
     s->busy_ms = SQ_BUSY_MS;
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_cond_init(&s->pool_cv, NULL);
-    pthread_mutex_init(&s->write_mu, NULL);
+    pthread_mutex_init(&s->w.mu, NULL);
     s->path = strdup(path);
     rc = s->path ? at_store_init_names(&s->base, names) : AT_ENOMEM;
     for (int t = 0; !rc && t < AT_TABLE_COUNT; t++)
@@ -344,6 +321,9 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
     if (rc) goto out;
     s->nconn = 1;
     at_sqlite_conn_put(s, c);
+    /* The writer's own connection, outside the pool. */
+    rc = conn_open(path, 0, &s->w.conn, err, errlen);
+    if (rc) goto out;
     *out = &s->base;
 out:
     if (rc) sqlite_destroy(&s->base);
@@ -355,6 +335,7 @@ static void sqlite_destroy(at_store *st)
 {
     sq_store *s = (sq_store *)st;
     if (!s) return;
+    conn_close(s->w.conn);
     while (s->idle) {
         sq_conn *c = s->idle;
         s->idle = c->next;
@@ -365,7 +346,7 @@ static void sqlite_destroy(at_store *st)
     at_store_release_names(&s->base);
     pthread_mutex_destroy(&s->pool_mu);
     pthread_cond_destroy(&s->pool_cv);
-    pthread_mutex_destroy(&s->write_mu);
+    pthread_mutex_destroy(&s->w.mu);
     free(s->path);
     free(s);
 }

@@ -26,6 +26,7 @@
 #define SQ_MMAP_BYTES (256 * 1024 * 1024) /* PRAGMA mmap_size per connection (shared pages) */
 #define SQ_STREAM_TABLE "_at_stream"
 #define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
+#define SQ_GROUP_MAX 256          /* writes committed together at most */
 
 /* A value bound to (or read from) a key column. */
 typedef struct sq_val {
@@ -78,7 +79,35 @@ typedef struct sq_conn {
     struct sq_conn *next; /* idle list */
 } sq_conn;
 
-typedef struct sq_store {
+typedef struct sq_store sq_store;
+
+/* A write queued for the writer: run(s, c, arg) on the writer's connection, inside the
+ * group's transaction. run returns 0 or an AT_* code; on failure its changes are rolled
+ * back (and only its own). */
+typedef int (*sq_job_fn)(sq_store *s, sq_conn *c, void *arg);
+
+typedef struct sq_job {
+    sq_job_fn run;
+    void *arg;
+    int rc;             /* run's result, or the error that stopped its group */
+    int done;           /* set (under the writer's mutex) once its group is over */
+    int lead;           /* set when this caller is to commit the next group */
+    pthread_cond_t cv;  /* the caller waits here, alone */
+    struct sq_job *next;
+} sq_job;
+
+/* The writer of a store (sqlite_writer.c): a queue of writes and the connection that
+ * runs them, used by one leader at a time. */
+typedef struct sq_writer {
+    pthread_mutex_t mu; /* guards everything below but conn */
+    sq_job *head, *tail;
+    int busy;           /* 1 while some caller leads */
+    sq_conn *conn;      /* the writer's own connection (not pooled), used by the leader */
+    uint64_t commits;   /* groups committed */
+    uint64_t writes;    /* writes in the groups committed (those that failed alone too) */
+} sq_writer;
+
+struct sq_store {
     at_store base; /* first: the common head */
     char *path;
     sq_table tables[AT_TABLE_COUNT];
@@ -86,9 +115,9 @@ typedef struct sq_store {
     pthread_cond_t pool_cv;
     sq_conn *idle;
     int nconn;
-    pthread_mutex_t write_mu; /* one writer at a time in this process (no busy polling) */
+    sq_writer w; /* every write of this process goes through it */
     int busy_ms; /* busy_timeout, applied when a connection is taken (tests lower it) */
-} sq_store;
+};
 
 /* ---- sqlite.c: pool, statements, errors ---- */
 
@@ -111,18 +140,22 @@ int at_sqlite_err(sq_conn *c, int rc, const char *what);
 /* Runs a statement without results (BEGIN, COMMIT, DDL...). 0 or AT_*. */
 int at_sqlite_exec(sq_conn *c, const char *sql);
 
-/* Starts a write transaction (process write lock, then BEGIN IMMEDIATE). */
-int at_sqlite_begin(sq_store *s, sq_conn *c);
-
-/* Ends the write transaction begun by at_sqlite_begin: COMMIT when rc is 0, else
- * ROLLBACK. Returns rc, or the COMMIT's error. */
-int at_sqlite_end(sq_store *s, sq_conn *c, int rc);
-
 /* Binds v to parameter i of st. Returns a SQLite result code. */
 int at_sqlite_bind(sqlite3_stmt *st, int i, const sq_val *v);
 
 /* Returns a new quoted SQL identifier for name (or NULL when out of memory). */
 char *at_sqlite_quote(const char *name);
+
+/* ---- sqlite_writer.c: the writer and its groups ---- */
+
+/* Queues run(s, c, arg) and returns once the group holding it committed (the caller
+ * may lead that group itself). Returns run's result, or the error that stopped the
+ * group's transaction (the write then did not happen). Whatever run stored in arg
+ * belongs to the caller either way. */
+int at_sqlite_write(sq_store *s, sq_job_fn run, void *arg);
+
+/* For tests and benchmarks: groups committed, and writes in them, so far. */
+void at_sqlite_writer_stats(at_store *st, uint64_t *commits /* OUT */, uint64_t *writes /* OUT */);
 
 /* ---- sqlite_item.c: items, keys, writes ---- */
 
@@ -146,13 +179,13 @@ size_t at_sqlite_item_size(const json_t *item);
 int at_sqlite_item_equal(const json_t *a, const json_t *b);
 
 /* Deletes the stored item (by its key) with its REMOVE stream record, inside the
- * caller's write transaction. */
+ * writer's transaction. */
 int at_sqlite_remove(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now);
 
 /* ---- sqlite_stream.c ---- */
 
 /* Appends the change old -> new (either may be NULL) of table t to the change stream,
- * inside the caller's write transaction. Does nothing for a table without a stream. */
+ * inside the writer's transaction. Does nothing for a table without a stream. */
 int at_sqlite_stream_add(sq_store *s, sq_conn *c, const sq_table *t, const json_t *old,
                          const json_t *new_item, int64_t now);
 

@@ -1,5 +1,7 @@
 /* The sqlite backend's single-item operations: get, put, update, delete, batch_put,
- * with key validation, conditions and stream records in one write transaction. */
+ * with key validation, conditions and stream records. Writes run on the writer
+ * (sqlite_writer.c): what can be checked without the stored item is checked first, in
+ * the caller's thread; the rest runs in the writer's transaction. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -355,31 +357,38 @@ int at_sqlite_get(at_store *st, at_table_id tid, const json_t *key, json_t **ite
     return rc;
 }
 
+/* A put, as the writer runs it. */
+typedef struct put_job {
+    const sq_table *t;
+    const json_t *item;
+    const at_cond *cond;
+    sq_val vals[SQ_MAX_COLS], ttl;
+    int64_t now;
+} put_job;
+
+static int put_run(sq_store *s, sq_conn *c, void *arg)
+{
+    put_job *j = arg;
+    const sq_table *t = j->t;
+    sq_val kv[2];
+    json_t *old = NULL;
+    int rc;
+
+    kv[0] = j->vals[t->pk];
+    if (t->sk >= 0) kv[1] = j->vals[t->sk];
+    rc = read_live(c, t, kv, j->now, &old);
+    if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
+    if (!rc) rc = store_item(s, c, t, j->vals, &j->ttl, old, j->item, j->now);
+    json_decref(old);
+    return rc;
+}
+
 int at_sqlite_put(at_store *st, at_table_id tid, const json_t *item, const at_cond *cond)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    sq_val vals[SQ_MAX_COLS], ttl, kv[2];
-    json_t *old = NULL;
-    int64_t now = now_s();
-    int rc;
-
-    rc = item_vals(t, item, vals, &ttl);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    kv[0] = vals[t->pk];
-    if (t->sk >= 0) kv[1] = vals[t->sk];
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_live(c, t, kv, now, &old);
-    if (!rc && !at_cond_eval(old, cond)) rc = AT_ECOND;
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    json_decref(old);
-    at_sqlite_conn_put(s, c);
-    return rc;
+    put_job j = {.t = &s->tables[tid], .item = item, .cond = cond, .now = now_s()};
+    int rc = item_vals(j.t, item, j.vals, &j.ttl); /* checked here, in the caller's thread */
+    return rc ? rc : at_sqlite_write(s, put_run, &j);
 }
 
 static int is_table_key(const sq_table *t, const char *attr)
@@ -455,68 +464,82 @@ static int apply_update(json_t *item, const at_update *u)
     return 0;
 }
 
+typedef struct update_job {
+    const sq_table *t;
+    const json_t *key;
+    const at_update *u;
+    const at_cond *cond;
+    sq_val kv[2];
+    int64_t now;
+    json_t *item; /* OUT: the item after the change */
+} update_job;
+
+static int update_run(sq_store *s, sq_conn *c, void *arg)
+{
+    update_job *j = arg;
+    const sq_table *t = j->t;
+    sq_val vals[SQ_MAX_COLS], ttl;
+    json_t *old = NULL;
+    int rc;
+
+    rc = read_live(c, t, j->kv, j->now, &old);
+    if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
+    if (!rc && !(j->item = json_deep_copy(old ? old : j->key))) rc = AT_ENOMEM;
+    if (!rc) rc = apply_update(j->item, j->u);
+    if (!rc) rc = item_vals(t, j->item, vals, &ttl);
+    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, j->item, j->now);
+    json_decref(old);
+    return rc;
+}
+
 int at_sqlite_update(at_store *st, at_table_id tid, const json_t *key, const at_update *u,
                      const at_cond *cond, json_t **new_item)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    sq_val kv[2], vals[SQ_MAX_COLS], ttl;
-    json_t *old = NULL, *item = NULL;
-    int64_t now = now_s();
+    update_job j = {.t = &s->tables[tid], .key = key, .u = u, .cond = cond, .now = now_s()};
     int rc;
 
-    rc = at_sqlite_key_vals(t, key, kv);
-    if (!rc) rc = check_update(t, u);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_live(c, t, kv, now, &old);
-    if (!rc && !at_cond_eval(old, cond)) rc = AT_ECOND;
-    if (!rc && !(item = json_deep_copy(old ? old : key))) rc = AT_ENOMEM;
-    if (!rc) rc = apply_update(item, u);
-    if (!rc) rc = item_vals(t, item, vals, &ttl);
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    json_decref(old);
-    at_sqlite_conn_put(s, c);
+    rc = at_sqlite_key_vals(j.t, key, j.kv);
+    if (!rc) rc = check_update(j.t, u);
+    if (!rc) rc = at_sqlite_write(s, update_run, &j);
     if (!rc && new_item)
-        *new_item = item;
+        *new_item = j.item;
     else
-        json_decref(item);
+        json_decref(j.item);
+    return rc;
+}
+
+typedef struct del_job {
+    const sq_table *t;
+    const at_cond *cond;
+    sq_val kv[2];
+    int64_t now;
+} del_job;
+
+static int del_run(sq_store *s, sq_conn *c, void *arg)
+{
+    del_job *j = arg;
+    json_t *old = NULL;
+    int rc, expired;
+
+    rc = read_row(c, j->t, j->kv, &old);
+    expired = old && at_sqlite_expired(j->t, old, j->now);
+    if (!rc && !at_cond_eval(expired ? NULL : old, j->cond)) rc = AT_ECOND;
+    if (!rc && old) rc = delete_row(c, j->t, j->kv);
+    if (!rc && old) rc = at_sqlite_stream_add(s, c, j->t, old, NULL, j->now);
+    json_decref(old);
     return rc;
 }
 
 int at_sqlite_del(at_store *st, at_table_id tid, const json_t *key, const at_cond *cond)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    sq_val kv[2];
-    json_t *old = NULL;
-    int64_t now = now_s();
-    int rc, expired;
-
-    rc = at_sqlite_key_vals(t, key, kv);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_row(c, t, kv, &old);
-    expired = old && at_sqlite_expired(t, old, now);
-    if (!rc && !at_cond_eval(expired ? NULL : old, cond)) rc = AT_ECOND;
-    if (!rc && old) rc = delete_row(c, t, kv);
-    if (!rc && old) rc = at_sqlite_stream_add(s, c, t, old, NULL, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    json_decref(old);
-    at_sqlite_conn_put(s, c);
-    return rc;
+    del_job j = {.t = &s->tables[tid], .cond = cond, .now = now_s()};
+    int rc = at_sqlite_key_vals(j.t, key, j.kv);
+    return rc ? rc : at_sqlite_write(s, del_run, &j);
 }
 
-/* Puts one item of a batch inside the caller's transaction. */
+/* Puts one item of a batch inside the writer's transaction. */
 static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now)
 {
     sq_val vals[SQ_MAX_COLS], ttl, kv[2];
@@ -532,26 +555,27 @@ static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *i
     return rc;
 }
 
+typedef struct batch_job {
+    const sq_table *t;
+    const json_t *items;
+    int64_t now;
+} batch_job;
+
+static int batch_run(sq_store *s, sq_conn *c, void *arg)
+{
+    batch_job *j = arg;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < json_array_size(j->items); i++)
+        rc = batch_one(s, c, j->t, json_array_get(j->items, i), j->now);
+    return rc;
+}
+
 int at_sqlite_batch_put(at_store *st, at_table_id tid, const json_t *items)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    int64_t now = now_s();
-    size_t i;
-    int rc;
-
+    batch_job j = {&s->tables[tid], items, now_s()};
     if (json_array_size(items) == 0) return 0;
-    rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    for (i = 0; !rc && i < json_array_size(items); i++)
-        rc = batch_one(s, c, t, json_array_get(items, i), now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    at_sqlite_conn_put(s, c);
-    return rc;
+    return at_sqlite_write(s, batch_run, &j);
 }
 
 int at_sqlite_refill(sq_conn *c, const sq_table *t)

@@ -308,25 +308,33 @@ static int setup_table(sq_conn *c, const sq_table *t, const char *name, json_t *
     return rc;
 }
 
+typedef struct setup_job {
+    json_t *created, *existing;
+} setup_job;
+
+static int setup_run(sq_store *s, sq_conn *c, void *arg)
+{
+    setup_job *j = arg;
+    int rc = ddl(c, "CREATE TABLE IF NOT EXISTS \"" SQ_STREAM_TABLE "\" ("
+                    "seq INTEGER PRIMARY KEY AUTOINCREMENT, created INTEGER NOT NULL, "
+                    "record TEXT NOT NULL);"
+                    "CREATE INDEX IF NOT EXISTS \"" SQ_STREAM_TABLE "/created\" ON \"" SQ_STREAM_TABLE
+                    "\" (created)");
+    for (int t = 0; !rc && t < AT_TABLE_COUNT; t++)
+        rc = setup_table(c, &s->tables[t], s->base.names[t], j->created, j->existing);
+    return rc;
+}
+
 int at_sqlite_setup(at_store *st, json_t *created, json_t *existing)
 {
     sq_store *s = (sq_store *)st;
-    sq_conn *c = NULL;
-    int rc;
-
-    rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = ddl(c, "CREATE TABLE IF NOT EXISTS \"" SQ_STREAM_TABLE "\" ("
-                "seq INTEGER PRIMARY KEY AUTOINCREMENT, created INTEGER NOT NULL, "
-                "record TEXT NOT NULL);"
-                "CREATE INDEX IF NOT EXISTS \"" SQ_STREAM_TABLE "/created\" ON \"" SQ_STREAM_TABLE
-                "\" (created)");
-    for (int t = 0; !rc && t < AT_TABLE_COUNT; t++)
-        rc = setup_table(c, &s->tables[t], st->names[t], created, existing);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    at_sqlite_conn_put(s, c);
+    size_t nc = json_array_size(created), ne = json_array_size(existing);
+    setup_job j = {created, existing};
+    int rc = at_sqlite_write(s, setup_run, &j);
+    if (rc) {
+        /* Nothing was made: take back the names appended by the rolled-back run. */
+        while (created && json_array_size(created) > nc) json_array_remove(created, nc);
+        while (existing && json_array_size(existing) > ne) json_array_remove(existing, ne);
+    }
     return rc;
 }

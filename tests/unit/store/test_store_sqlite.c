@@ -454,6 +454,136 @@ static void test_statement_cache(void **state)
     at_store_free(s);
 }
 
+/* ---- group commit ---- */
+
+/* Returns 1 while some caller leads a group. */
+static int leading(sq_store *s)
+{
+    int busy;
+    pthread_mutex_lock(&s->w.mu);
+    busy = s->w.busy;
+    pthread_mutex_unlock(&s->w.mu);
+    return busy;
+}
+
+/* Returns the number of writes waiting in the writer's queue. */
+static size_t queued(sq_store *s)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&s->w.mu);
+    for (sq_job *j = s->w.head; j; j = j->next) n++;
+    pthread_mutex_unlock(&s->w.mu);
+    return n;
+}
+
+typedef struct gc_arg {
+    at_store *s;
+    int kind, i;
+    int rc;
+} gc_arg;
+
+enum { GC_BLOCK, GC_PUT, GC_CONFLICT, GC_ADD, GC_HALF, GC_WRITERS = 40 };
+
+/* A write that waits (holding the lead) until GC_WRITERS writes queued behind it. */
+static int gc_block(sq_store *s, sq_conn *c, void *arg)
+{
+    for (int i = 0; i < 5000 && queued(s) < GC_WRITERS; i++) usleep(1000);
+    return 0;
+}
+
+/* A write that changes the database and then fails: its change must not stay. */
+static int gc_half(sq_store *s, sq_conn *c, void *arg)
+{
+    int rc = at_sqlite_exec(c, "INSERT INTO em_actions_counters_staging (counter_seq_key, \"_item\") "
+                               "VALUES ('half', '{}')");
+    return rc ? rc : AT_EIO;
+}
+
+static void *gc_thread(void *p)
+{
+    gc_arg *a = p;
+    char u[32];
+    json_t *it = NULL;
+    at_clause fresh = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
+    at_cond cond = {&fresh, 1};
+    at_update add = {.add_attr = "seq", .add_value = 1};
+
+    snprintf(u, sizeof u, "gc-%02d", a->i);
+    switch (a->kind) {
+    case GC_BLOCK: a->rc = at_sqlite_write((sq_store *)a->s, gc_block, NULL); break;
+    case GC_HALF: a->rc = at_sqlite_write((sq_store *)a->s, gc_half, NULL); break;
+    case GC_PUT:
+        it = at_conf_item("instance_id", at_av_s("gc"), "uuid", at_av_s(u), "created_at",
+                          at_av_n_int(a->i), NULL);
+        a->rc = at_store_put(a->s, AT_TABLE_TASKS, it, &cond);
+        break;
+    case GC_CONFLICT:
+        it = at_conf_item("instance_id", at_av_s("gc"), "uuid", at_av_s("gc-taken"), "created_at",
+                          at_av_n_int(a->i), NULL);
+        a->rc = at_store_put(a->s, AT_TABLE_TASKS, it, &cond);
+        break;
+    default:
+        it = at_conf_item("counter_seq_key", at_av_s("gc-counter"), NULL);
+        a->rc = at_store_update(a->s, AT_TABLE_COUNTERS, it, &add, NULL, NULL);
+        break;
+    }
+    json_decref(it);
+    return NULL;
+}
+
+/* Writes queued while another group commits go in one group, one commit; a write whose
+ * condition fails, or that fails half-way, is rolled back alone. */
+static void test_group_commit(void **state)
+{
+    char path[512];
+    at_store *s = open_db("group", path, sizeof path);
+    sq_store *sq = (sq_store *)s;
+    pthread_t th[GC_WRITERS + 1];
+    gc_arg args[GC_WRITERS + 1];
+    uint64_t c0, w0, c1, w1;
+    json_t *key, *got = NULL, *recs = NULL;
+    char *n;
+
+    put_ok(s, AT_TABLE_TASKS,
+           at_conf_item("instance_id", at_av_s("gc"), "uuid", at_av_s("gc-taken"), "created_at",
+                        at_av_n_int(0), NULL));
+    at_sqlite_writer_stats(s, &c0, &w0);
+    args[0] = (gc_arg){s, GC_BLOCK, 0, 0};
+    assert_int_equal(pthread_create(&th[0], NULL, gc_thread, &args[0]), 0);
+    while (!leading(sq)) usleep(100); /* the blocker leads, alone */
+    for (int i = 1; i <= GC_WRITERS; i++) {
+        int kind = i % 4 == 0 ? GC_CONFLICT : i % 4 == 1 ? GC_PUT : i % 4 == 2 ? GC_ADD : GC_PUT;
+        if (i == 17) kind = GC_HALF;
+        args[i] = (gc_arg){s, kind, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, gc_thread, &args[i]), 0);
+    }
+    for (int i = 0; i <= GC_WRITERS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].rc, args[i].kind == GC_CONFLICT ? AT_ECOND
+                                     : args[i].kind == GC_HALF   ? AT_EIO
+                                                                 : 0);
+    }
+    at_sqlite_writer_stats(s, &c1, &w1);
+    assert_int_equal(c1 - c0, 2); /* the blocker's group, then all 40 in one */
+    assert_int_equal(w1 - w0, 1 + GC_WRITERS); /* failed ones included */
+    /* 19 puts and the first one: 20 tasks, 20 INSERT records; 10 ADDs. */
+    n = raw_sql(path, "SELECT count(*) FROM em_actions_tasks_staging");
+    assert_string_equal(n, "20");
+    free(n);
+    assert_int_equal(at_store_stream_read(s, 0, 100, &recs), 0);
+    assert_int_equal(json_array_size(recs), 20);
+    json_decref(recs);
+    key = at_conf_item("counter_seq_key", at_av_s("gc-counter"), NULL);
+    assert_int_equal(at_store_get(s, AT_TABLE_COUNTERS, key, &got), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(got, "seq"), "N")), "10");
+    json_decref(got);
+    json_decref(key);
+    n = raw_sql(path, "SELECT count(*) FROM em_actions_counters_staging WHERE counter_seq_key = 'half'");
+    assert_string_equal(n, "0");
+    free(n);
+    at_store_free(s);
+}
+
 /* SizeBytes as DynamoDB Streams reports it: the records of the AWS Lambda fixtures
  * (fixtures/aws/dynamodb-streams/aws-lambda-go__dynamodb-time-window-event.json). */
 static void test_item_size(void **state)
@@ -636,12 +766,19 @@ static void test_bench_writes(void **state)
     char path[512];
     at_store *s;
     double one, many;
+    uint64_t c0, w0, c1, w1;
 
     if (n <= 0) skip();
     s = open_db("bench_writes", path, sizeof path);
+    at_sqlite_writer_stats(s, &c0, &w0);
     one = wbench_run(s, 1, n * 4, 0);
+    at_sqlite_writer_stats(s, &c1, &w1);
+    fprintf(stderr, "bench: writes: 1 writer %.0f puts/s (%.1f writes per commit)\n", one,
+            (double)(w1 - w0) / (double)(c1 - c0));
     many = wbench_run(s, 64, n, 1000);
-    fprintf(stderr, "bench: writes: 1 writer %.0f puts/s; 64 writers %.0f puts/s\n", one, many);
+    at_sqlite_writer_stats(s, &c0, &w0);
+    fprintf(stderr, "bench: writes: 64 writers %.0f puts/s, %.0f commits/s (%.1f writes per commit)\n",
+            many, many * (double)(c0 - c1) / (double)(w0 - w1), (double)(w0 - w1) / (double)(c0 - c1));
     at_store_free(s);
 }
 
@@ -679,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_statement_cache),
+        cmocka_unit_test(test_group_commit),
         cmocka_unit_test(test_item_size),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_writes),
