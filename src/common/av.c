@@ -272,6 +272,11 @@ static int number_text(const char *s, char out[64])
     return 0;
 }
 
+int at_av_number_json(const char *s, char out[64])
+{
+    return number_text(s, out) ? AT_EINVAL : 0;
+}
+
 int at_json_write_string(at_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -545,7 +550,11 @@ const char *at_item_s(const json_t *item, const char *attr)
 int at_item_n_int(const json_t *item, const char *attr, int64_t *out)
 {
     const char *s = json_string_value(json_object_get(json_object_get(item, attr), "N"));
-    if (!s) return 0;
+    return s ? at_av_number_int64(s, out) : 0;
+}
+
+int at_av_number_int64(const char *s, int64_t *out)
+{
     if (parse_int64(s, out)) return 1;
     {
         json_t *j = number_to_json(s);
