@@ -4,7 +4,7 @@
  * Layout (docs/storage.md): one SQLite table per logical table, with one column per
  * key attribute of the table and of its indexes (no type affinity, so values stay as
  * stored: TEXT for S, INTEGER/REAL for N), an optional "_ttl" column, and "_item", the
- * item's DynamoDB JSON. Secondary indexes are partial SQLite indexes on
+ * packed item (a BLOB; older versions stored its DynamoDB JSON as TEXT). Secondary indexes are partial SQLite indexes on
  * (index pk, index sk, table keys...) WHERE the index keys are NOT NULL. */
 #ifndef AT_STORE_SQLITE_INT_H
 #define AT_STORE_SQLITE_INT_H
@@ -27,6 +27,7 @@
 #define SQ_STREAM_TABLE "_at_stream"
 #define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
 #define SQ_GROUP_MAX 256          /* writes committed together at most */
+#define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
 
 /* A value bound to (or read from) a key column. */
 typedef struct sq_val {
@@ -169,8 +170,13 @@ int at_sqlite_key_vals(const sq_table *t, const json_t *key, sq_val vals[2] /* O
 /* Returns 1 when item's TTL attribute (if the table has one) is before now. */
 int at_sqlite_expired(const sq_table *t, const json_t *item, int64_t now);
 
-/* Parses a stored item's JSON text. Returns a new object or NULL. */
-json_t *at_sqlite_load_item(const char *text, size_t len);
+/* Returns a new AV map from a stored item: packed (packed.h), or the JSON text older
+ * versions stored, told apart by the first byte. NULL when malformed. */
+json_t *at_sqlite_load_item(const void *data, size_t len);
+
+/* Packs item (already checked) into b, which it initialises; on success the caller
+ * releases b. Returns 0 or AT_EINVAL / AT_ENOMEM (b then holds nothing). */
+int at_sqlite_pack(const json_t *item, at_buf *b);
 
 /* Returns DynamoDB's size of an item (names and values), as stream records report. */
 size_t at_sqlite_item_size(const json_t *item);

@@ -11,6 +11,7 @@
 #include "store/sqlite/sqlite_int.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
 
@@ -117,9 +118,11 @@ int at_sqlite_expired(const sq_table *t, const json_t *item, int64_t now)
     return n && strtod(n, NULL) < (double)now;
 }
 
-json_t *at_sqlite_load_item(const char *text, size_t len)
+json_t *at_sqlite_load_item(const void *data, size_t len)
 {
-    json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    json_t *j;
+    if (at_packed_is(data, len)) return at_packed_decode(data, len);
+    j = json_loadb(data, len, JSON_ALLOW_NUL, NULL); /* written by an older version */
     if (j && !json_is_object(j)) {
         json_decref(j);
         j = NULL;
@@ -280,26 +283,29 @@ static int read_live(sq_conn *c, const sq_table *t, const sq_val kv[2], int64_t 
     return rc;
 }
 
+int at_sqlite_pack(const json_t *item, at_buf *b)
+{
+    int rc;
+    at_buf_init(b, SQ_PACKED_MAX);
+    rc = at_packed_encode(b, item);
+    if (rc) at_buf_release(b);
+    return rc == AT_ENOMEM ? rc : rc ? AT_EINVAL : 0;
+}
+
+/* Writes the row of an item: its key columns vals, its TTL, and its packed form. */
 static int write_row(sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                     const sq_val *ttl, const json_t *item)
+                     const sq_val *ttl, const at_buf *packed)
 {
     sqlite3_stmt *st;
-    size_t len;
-    char *text = json_dumps(item, JSON_COMPACT);
     int rc, i;
 
-    if (!text) return AT_ENOMEM;
-    len = strlen(text);
     rc = at_sqlite_prepare(c, t->sql_upsert, &st);
-    if (rc) goto out;
+    if (rc) return rc;
     for (i = 0; i < t->ncols; i++)
         at_sqlite_bind(st, i + 1, &vals[i]);
     if (t->has_ttl) at_sqlite_bind(st, ++i, ttl);
-    sqlite3_bind_text(st, i + 1, text, (int)len, SQLITE_STATIC);
-    rc = step_done(c, st, "write");
-out:
-    free(text);
-    return rc;
+    sqlite3_bind_blob(st, i + 1, packed->ptr, (int)packed->len, SQLITE_STATIC);
+    return step_done(c, st, "write");
 }
 
 static int delete_row(sq_conn *c, const sq_table *t, const sq_val kv[2])
@@ -312,12 +318,13 @@ static int delete_row(sq_conn *c, const sq_table *t, const sq_val kv[2])
     return step_done(c, st, "delete");
 }
 
-/* Writes item (whose key columns are vals) over old, with its stream record. A write
- * that changes nothing records nothing, as DynamoDB Streams does. */
+/* Writes item (whose key columns are vals, packed form packed) over old, with its
+ * stream record. A write that changes nothing records nothing, as DynamoDB Streams. */
 static int store_item(sq_store *s, sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                      const sq_val *ttl, const json_t *old, const json_t *item, int64_t now)
+                      const sq_val *ttl, const json_t *old, const json_t *item,
+                      const at_buf *packed, int64_t now)
 {
-    int rc = write_row(c, t, vals, ttl, item);
+    int rc = write_row(c, t, vals, ttl, packed);
     if (!rc && (!old || !at_sqlite_item_equal(old, item)))
         rc = at_sqlite_stream_add(s, c, t, old, item, now);
     return rc;
@@ -363,6 +370,7 @@ typedef struct put_job {
     const json_t *item;
     const at_cond *cond;
     sq_val vals[SQ_MAX_COLS], ttl;
+    at_buf packed;
     int64_t now;
 } put_job;
 
@@ -378,7 +386,7 @@ static int put_run(sq_store *s, sq_conn *c, void *arg)
     if (t->sk >= 0) kv[1] = j->vals[t->sk];
     rc = read_live(c, t, kv, j->now, &old);
     if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
-    if (!rc) rc = store_item(s, c, t, j->vals, &j->ttl, old, j->item, j->now);
+    if (!rc) rc = store_item(s, c, t, j->vals, &j->ttl, old, j->item, &j->packed, j->now);
     json_decref(old);
     return rc;
 }
@@ -387,8 +395,12 @@ int at_sqlite_put(at_store *st, at_table_id tid, const json_t *item, const at_co
 {
     sq_store *s = (sq_store *)st;
     put_job j = {.t = &s->tables[tid], .item = item, .cond = cond, .now = now_s()};
-    int rc = item_vals(j.t, item, j.vals, &j.ttl); /* checked here, in the caller's thread */
-    return rc ? rc : at_sqlite_write(s, put_run, &j);
+    /* Checked and packed here, in the caller's thread: the writer only writes. */
+    int rc = item_vals(j.t, item, j.vals, &j.ttl);
+    if (!rc) rc = at_sqlite_pack(item, &j.packed);
+    if (!rc) rc = at_sqlite_write(s, put_run, &j);
+    at_buf_release(&j.packed);
+    return rc;
 }
 
 static int is_table_key(const sq_table *t, const char *attr)
@@ -480,14 +492,18 @@ static int update_run(sq_store *s, sq_conn *c, void *arg)
     const sq_table *t = j->t;
     sq_val vals[SQ_MAX_COLS], ttl;
     json_t *old = NULL;
+    at_buf packed;
     int rc;
 
+    at_buf_init(&packed, SQ_PACKED_MAX);
     rc = read_live(c, t, j->kv, j->now, &old);
     if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
     if (!rc && !(j->item = json_deep_copy(old ? old : j->key))) rc = AT_ENOMEM;
     if (!rc) rc = apply_update(j->item, j->u);
     if (!rc) rc = item_vals(t, j->item, vals, &ttl);
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, j->item, j->now);
+    if (!rc) rc = at_sqlite_pack(j->item, &packed);
+    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, j->item, &packed, j->now);
+    at_buf_release(&packed);
     json_decref(old);
     return rc;
 }
@@ -544,13 +560,16 @@ static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *i
 {
     sq_val vals[SQ_MAX_COLS], ttl, kv[2];
     json_t *old = NULL;
+    at_buf packed;
     int rc = item_vals(t, item, vals, &ttl);
 
+    if (!rc) rc = at_sqlite_pack(item, &packed);
     if (rc) return rc;
     kv[0] = vals[t->pk];
     if (t->sk >= 0) kv[1] = vals[t->sk];
     if (t->def->stream) rc = read_live(c, t, kv, now, &old); /* only the stream needs it */
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
+    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, &packed, now);
+    at_buf_release(&packed);
     json_decref(old);
     return rc;
 }
@@ -605,8 +624,12 @@ int at_sqlite_refill(sq_conn *c, const sq_table *t)
         more = json_array_size(batch) == 1000;
         for (i = 0; !rc && i < json_array_size(batch); i++) {
             const json_t *it = json_array_get(batch, i);
+            at_buf packed;
+            at_buf_init(&packed, SQ_PACKED_MAX);
             rc = item_vals(t, it, vals, &ttl);
-            if (!rc) rc = write_row(c, t, vals, &ttl, it);
+            if (!rc) rc = at_sqlite_pack(it, &packed);
+            if (!rc) rc = write_row(c, t, vals, &ttl, &packed);
+            at_buf_release(&packed);
         }
         json_decref(batch);
     }

@@ -584,6 +584,54 @@ static void test_group_commit(void **state)
     at_store_free(s);
 }
 
+/* Rows written by older versions hold the item's DynamoDB JSON as text: they are read
+ * as before, and a change stores the packed form. */
+static void test_legacy_json_rows(void **state)
+{
+    char path[512];
+    at_store *s = open_db("legacy", path, sizeof path);
+    json_t *key = at_conf_item("target_uuid", at_av_s("t"), "uuid", at_av_s("old"), NULL), *got = NULL;
+    json_t *pk = at_av_s("t"), *want;
+    at_query q = {.table = AT_TABLE_NOTES, .pk = pk, .forward = 1, .limit = 10};
+    at_update u = {.add_attr = "version", .add_value = 1};
+    at_page p = {0};
+    char *type;
+
+    free(raw_sql(path, "INSERT INTO em_actions_notes_staging (target_uuid, uuid, \"_item\") VALUES "
+                       "('t', 'old', '{\"target_uuid\":{\"S\":\"t\"},\"uuid\":{\"S\":\"old\"},"
+                       "\"data\":{\"M\":{\"z\":{\"N\":\"1.50\"},\"a\":{\"S\":\"x\\u0000y\"}}},"
+                       "\"version\":{\"N\":\"1\"}}')"));
+    want = json_loads("{\"target_uuid\":{\"S\":\"t\"},\"uuid\":{\"S\":\"old\"},"
+                      "\"data\":{\"M\":{\"z\":{\"N\":\"1.50\"},\"a\":{\"S\":\"x\\u0000y\"}}},"
+                      "\"version\":{\"N\":\"1\"}}",
+                      JSON_ALLOW_NUL, NULL);
+    assert_non_null(want);
+    assert_int_equal(at_store_get(s, AT_TABLE_NOTES, key, &got), 0);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    assert_int_equal(at_store_query(s, &q, &p), 0);
+    assert_int_equal(json_array_size(p.items), 1);
+    assert_true(json_equal(json_array_get(p.items, 0), want));
+    at_page_release(&p);
+    type = raw_sql(path, "SELECT typeof(\"_item\") FROM em_actions_notes_staging");
+    assert_string_equal(type, "text");
+    free(type);
+    assert_int_equal(at_store_update(s, AT_TABLE_NOTES, key, &u, NULL, &got), 0);
+    json_object_set_new(want, "version", at_av_n_int(2));
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    type = raw_sql(path, "SELECT typeof(\"_item\") FROM em_actions_notes_staging");
+    assert_string_equal(type, "blob");
+    free(type);
+    assert_int_equal(at_store_get(s, AT_TABLE_NOTES, key, &got), 0);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    json_decref(key);
+    json_decref(pk);
+    at_store_free(s);
+}
+
 /* SizeBytes as DynamoDB Streams reports it: the records of the AWS Lambda fixtures
  * (fixtures/aws/dynamodb-streams/aws-lambda-go__dynamodb-time-window-event.json). */
 static void test_item_size(void **state)
@@ -817,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_group_commit),
+        cmocka_unit_test(test_legacy_json_rows),
         cmocka_unit_test(test_item_size),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_writes),
