@@ -25,6 +25,8 @@
 #define SQ_SQL_MAX (64 * 1024)
 #define SQ_MMAP_BYTES (256 * 1024 * 1024) /* PRAGMA mmap_size per connection (shared pages) */
 #define SQ_STREAM_TABLE "_at_stream"
+#define SQ_DELETED_ATTR "deleted_at" /* soft deletion (AT_Q_LIVE): its presence is "_deleted" */
+#define SQ_SCOPE_ATTR "instance_id"  /* the tenant: lists filter on it (see sq_ix.qscoped) */
 #define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
 #define SQ_GROUP_MAX 256          /* writes committed together at most */
 #define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
@@ -37,6 +39,13 @@ typedef struct sq_val {
     int64_t i;
     double d;
 } sq_val;
+
+/* The column values of one item's row. */
+typedef struct sq_row {
+    sq_val col[SQ_MAX_COLS]; /* key columns (NULL when the item lacks the attribute) */
+    sq_val ttl;              /* "_ttl": the TTL attribute's number, or NULL */
+    sq_val deleted;          /* "_deleted": 1 when the item has deleted_at, else NULL */
+} sq_row;
 
 typedef struct sq_col {
     const char *attr; /* attribute name (the column's name) */
@@ -51,6 +60,11 @@ typedef struct sq_ix {
     int nties;
     int own;      /* 1: has its own SQLite index; 0: served by the primary key */
     char *qindex; /* quoted SQLite index name (own only) */
+    /* Quoted name of this index's tenant-scoped twin, or NULL: a partial index on
+     * (pk, instance_id, sk, ties...) of live items only, which serves a query that
+     * asks for live items and filters on instance_id = value as one seek, whatever
+     * other tenants keep under the same partition key. */
+    char *qscoped;
 } sq_ix;
 
 typedef struct sq_table {
@@ -60,6 +74,7 @@ typedef struct sq_table {
     int ncols;
     int pk, sk;  /* column numbers of the table's keys (sk -1: none) */
     int has_ttl; /* 1: a "_ttl" column holds the TTL attribute's value */
+    int scope;   /* column number of instance_id, or -1 when it is not a key column */
     sq_ix base;  /* the table itself */
     sq_ix ix[SQ_MAX_IX];
     size_t nix;
@@ -220,6 +235,9 @@ void at_sqlite_layout_release(sq_table *t);
 /* Appends the WHERE predicate of index x's partial SQLite index ("pk" IS NOT NULL AND
  * "sk" IS NOT NULL). Queries repeat it word for word so the planner may use the index. */
 int at_sqlite_ix_predicate(const sq_table *t, const sq_ix *x, at_buf *b);
+
+/* Appends the WHERE predicate of x's tenant-scoped twin (x->qscoped), likewise. */
+int at_sqlite_scoped_predicate(const sq_table *t, const sq_ix *x, at_buf *b);
 
 /* Writes every stored item of t again (filling key columns added by a migration),
  * inside the caller's transaction. */

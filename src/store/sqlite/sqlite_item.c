@@ -88,10 +88,12 @@ int at_sqlite_key_vals(const sq_table *t, const json_t *key, sq_val vals[2])
     return rc;
 }
 
-/* Extracts every key column of item (and the TTL) after checking the item. */
-static int item_vals(const sq_table *t, const json_t *item, sq_val vals[SQ_MAX_COLS], sq_val *ttl)
+/* Extracts every column value of item's row (key columns, TTL, soft deletion) after
+ * checking the item. */
+static int item_vals(const sq_table *t, const json_t *item, sq_row *row)
 {
     const json_t *tv;
+    sq_val *vals = row->col, *ttl = &row->ttl;
 
     if (at_av_check_item(item, NULL, 0)) return AT_EINVAL;
     if (at_sqlite_item_size(item) > ITEM_MAX_BYTES) return AT_EINVAL;
@@ -107,6 +109,11 @@ static int item_vals(const sq_table *t, const json_t *item, sq_val vals[SQ_MAX_C
     memset(ttl, 0, sizeof *ttl);
     tv = t->def->ttl_attr ? json_object_get(json_object_get(item, t->def->ttl_attr), "N") : NULL;
     if (json_is_string(tv) && number_val(json_string_value(tv), ttl)) memset(ttl, 0, sizeof *ttl);
+    memset(&row->deleted, 0, sizeof row->deleted);
+    if (json_object_get(item, SQ_DELETED_ATTR)) {
+        row->deleted.type = SQLITE_INTEGER;
+        row->deleted.i = 1;
+    }
     return 0;
 }
 
@@ -292,9 +299,8 @@ int at_sqlite_pack(const json_t *item, at_buf *b)
     return rc == AT_ENOMEM ? rc : rc ? AT_EINVAL : 0;
 }
 
-/* Writes the row of an item: its key columns vals, its TTL, and its packed form. */
-static int write_row(sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                     const sq_val *ttl, const at_buf *packed)
+/* Writes the row of an item: its column values and its packed form. */
+static int write_row(sq_conn *c, const sq_table *t, const sq_row *row, const at_buf *packed)
 {
     sqlite3_stmt *st;
     int rc, i;
@@ -302,9 +308,11 @@ static int write_row(sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COL
     rc = at_sqlite_prepare(c, t->sql_upsert, &st);
     if (rc) return rc;
     for (i = 0; i < t->ncols; i++)
-        at_sqlite_bind(st, i + 1, &vals[i]);
-    if (t->has_ttl) at_sqlite_bind(st, ++i, ttl);
-    sqlite3_bind_blob(st, i + 1, packed->ptr, (int)packed->len, SQLITE_STATIC);
+        at_sqlite_bind(st, i + 1, &row->col[i]);
+    i++;
+    if (t->has_ttl) at_sqlite_bind(st, i++, &row->ttl);
+    at_sqlite_bind(st, i++, &row->deleted);
+    sqlite3_bind_blob(st, i, packed->ptr, (int)packed->len, SQLITE_STATIC);
     return step_done(c, st, "write");
 }
 
@@ -320,11 +328,10 @@ static int delete_row(sq_conn *c, const sq_table *t, const sq_val kv[2])
 
 /* Writes item (whose key columns are vals, packed form packed) over old, with its
  * stream record. A write that changes nothing records nothing, as DynamoDB Streams. */
-static int store_item(sq_store *s, sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                      const sq_val *ttl, const json_t *old, const json_t *item,
-                      const at_buf *packed, int64_t now)
+static int store_item(sq_store *s, sq_conn *c, const sq_table *t, const sq_row *row,
+                      const json_t *old, const json_t *item, const at_buf *packed, int64_t now)
 {
-    int rc = write_row(c, t, vals, ttl, packed);
+    int rc = write_row(c, t, row, packed);
     if (!rc && (!old || !at_sqlite_item_equal(old, item)))
         rc = at_sqlite_stream_add(s, c, t, old, item, now);
     return rc;
@@ -369,7 +376,7 @@ typedef struct put_job {
     const sq_table *t;
     const json_t *item;
     const at_cond *cond;
-    sq_val vals[SQ_MAX_COLS], ttl;
+    sq_row row;
     at_buf packed;
     int64_t now;
 } put_job;
@@ -382,11 +389,11 @@ static int put_run(sq_store *s, sq_conn *c, void *arg)
     json_t *old = NULL;
     int rc;
 
-    kv[0] = j->vals[t->pk];
-    if (t->sk >= 0) kv[1] = j->vals[t->sk];
+    kv[0] = j->row.col[t->pk];
+    if (t->sk >= 0) kv[1] = j->row.col[t->sk];
     rc = read_live(c, t, kv, j->now, &old);
     if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
-    if (!rc) rc = store_item(s, c, t, j->vals, &j->ttl, old, j->item, &j->packed, j->now);
+    if (!rc) rc = store_item(s, c, t, &j->row, old, j->item, &j->packed, j->now);
     json_decref(old);
     return rc;
 }
@@ -396,7 +403,7 @@ int at_sqlite_put(at_store *st, at_table_id tid, const json_t *item, const at_co
     sq_store *s = (sq_store *)st;
     put_job j = {.t = &s->tables[tid], .item = item, .cond = cond, .now = now_s()};
     /* Checked and packed here, in the caller's thread: the writer only writes. */
-    int rc = item_vals(j.t, item, j.vals, &j.ttl);
+    int rc = item_vals(j.t, item, &j.row);
     if (!rc) rc = at_sqlite_pack(item, &j.packed);
     if (!rc) rc = at_sqlite_write(s, put_run, &j);
     at_buf_release(&j.packed);
@@ -490,7 +497,7 @@ static int update_run(sq_store *s, sq_conn *c, void *arg)
 {
     update_job *j = arg;
     const sq_table *t = j->t;
-    sq_val vals[SQ_MAX_COLS], ttl;
+    sq_row row;
     json_t *old = NULL;
     at_buf packed;
     int rc;
@@ -500,9 +507,9 @@ static int update_run(sq_store *s, sq_conn *c, void *arg)
     if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
     if (!rc && !(j->item = json_deep_copy(old ? old : j->key))) rc = AT_ENOMEM;
     if (!rc) rc = apply_update(j->item, j->u);
-    if (!rc) rc = item_vals(t, j->item, vals, &ttl);
+    if (!rc) rc = item_vals(t, j->item, &row);
     if (!rc) rc = at_sqlite_pack(j->item, &packed);
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, j->item, &packed, j->now);
+    if (!rc) rc = store_item(s, c, t, &row, old, j->item, &packed, j->now);
     at_buf_release(&packed);
     json_decref(old);
     return rc;
@@ -558,17 +565,18 @@ int at_sqlite_del(at_store *st, at_table_id tid, const json_t *key, const at_con
 /* Puts one item of a batch inside the writer's transaction. */
 static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now)
 {
-    sq_val vals[SQ_MAX_COLS], ttl, kv[2];
+    sq_row row;
+    sq_val kv[2];
     json_t *old = NULL;
     at_buf packed;
-    int rc = item_vals(t, item, vals, &ttl);
+    int rc = item_vals(t, item, &row);
 
     if (!rc) rc = at_sqlite_pack(item, &packed);
     if (rc) return rc;
-    kv[0] = vals[t->pk];
-    if (t->sk >= 0) kv[1] = vals[t->sk];
+    kv[0] = row.col[t->pk];
+    if (t->sk >= 0) kv[1] = row.col[t->sk];
     if (t->def->stream) rc = read_live(c, t, kv, now, &old); /* only the stream needs it */
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, &packed, now);
+    if (!rc) rc = store_item(s, c, t, &row, old, item, &packed, now);
     at_buf_release(&packed);
     json_decref(old);
     return rc;
@@ -601,7 +609,7 @@ int at_sqlite_refill(sq_conn *c, const sq_table *t)
 {
     at_buf sql;
     sqlite3_stmt *st = NULL;
-    sq_val vals[SQ_MAX_COLS], ttl;
+    sq_row row;
     int64_t last = 0;
     int rc, more = 1;
 
@@ -626,9 +634,9 @@ int at_sqlite_refill(sq_conn *c, const sq_table *t)
             const json_t *it = json_array_get(batch, i);
             at_buf packed;
             at_buf_init(&packed, SQ_PACKED_MAX);
-            rc = item_vals(t, it, vals, &ttl);
+            rc = item_vals(t, it, &row);
             if (!rc) rc = at_sqlite_pack(it, &packed);
-            if (!rc) rc = write_row(c, t, vals, &ttl, &packed);
+            if (!rc) rc = write_row(c, t, &row, &packed);
             at_buf_release(&packed);
         }
         json_decref(batch);
