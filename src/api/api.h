@@ -25,6 +25,9 @@ void at_api_notes_by_user(at_ctx *c);
 
 /* ---- items as answers ---- */
 
+/* The most items a list page may ask for (?limit=). */
+#define AT_API_MAX_LIMIT 100
+
 /* The largest answer a list may build (100 items of up to 400 KB). */
 #define AT_API_MAX_ANSWER (64u * 1024 * 1024)
 
@@ -34,6 +37,16 @@ void at_api_notes_by_user(at_ctx *c);
  * one its table has); version 0 when an older item has none; deleted_at left out; a
  * malformed attribute left out. Returns 0 or at_buf's errors. */
 int at_api_write_view(at_buf *b, at_table_id t, const json_t *item);
+
+/* A packed item of a raw page (store.h AT_Q_RAW), borrowed from the page. */
+typedef struct at_raw_ref {
+    const unsigned char *p;
+    size_t n;
+} at_raw_ref;
+
+/* Same as at_api_write_view for a packed item, byte for byte. Returns 0, AT_EINVAL
+ * (malformed packed bytes) or at_buf's errors. */
+int at_api_write_view_raw(at_buf *b, at_table_id t, const at_raw_ref *item);
 
 /* Answers status with the item's view and its version as ETag. */
 void at_api_reply_item(at_ctx *c, at_table_id t, int status, const json_t *item);
@@ -127,13 +140,20 @@ void at_api_list_release(at_list_req *lr);
 void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const json_t *items,
                        const json_t *next);
 
+/* Answers {"items": views of the packed items, "next_cursor": cursor of next (NULL:
+ * null)}, written straight from the packed form. items and next are borrowed. */
+void at_api_reply_list_raw(at_ctx *c, at_table_id t, const at_list_req *lr, const at_raw_ref *items,
+                           size_t n, const json_t *next);
+
 /* Returns the start key held in a cursor payload's "k" after checking it is a key of
  * the query's table/index whose partition key equals pk; NULL when there is none.
  * Sets *bad when the cursor holds something else. Borrowed from the payload. */
 const json_t *at_api_cursor_key(const json_t *payload, const at_query *q, int *bad);
 
 /* A one-query list: runs q (start key from the cursor, limit+1 to learn whether more
- * follows) and answers the page. q->limit and q->start_key are set here. */
+ * follows) and answers the page, written from packed items; a page the store's work
+ * bound cut short answers what it has and a cursor to go on. q->limit, q->start_key
+ * and AT_Q_RAW are set here. */
 void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q);
 
 #endif

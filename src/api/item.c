@@ -45,6 +45,12 @@ int at_api_write_view(at_buf *b, at_table_id t, const json_t *item)
     return at_view_write(b, item, &spec);
 }
 
+int at_api_write_view_raw(at_buf *b, at_table_id t, const at_raw_ref *item)
+{
+    at_view_spec spec = {leading_attrs, table_flags(t), hidden_attrs, 1};
+    return at_view_write_raw(b, item->p, item->n, &spec);
+}
+
 int64_t at_api_version(const json_t *item)
 {
     int64_t v = 0;

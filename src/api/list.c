@@ -8,10 +8,11 @@
 #include "api.h"
 #include "actionstools/cursor.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/banned.h"
 
 #define DEFAULT_LIMIT 25
-#define MAX_LIMIT 100
+#define MAX_LIMIT AT_API_MAX_LIMIT
 
 int at_api_list_begin(at_ctx *c, const char *scope, at_list_req *lr)
 {
@@ -82,6 +83,35 @@ void at_api_reply_list(at_ctx *c, at_table_id t, const at_list_req *lr, const js
     at_reply_json_buf(c, 200, &b);
 }
 
+void at_api_reply_list_raw(at_ctx *c, at_table_id t, const at_list_req *lr, const at_raw_ref *items,
+                           size_t n, const json_t *next)
+{
+    at_buf b;
+    char *cursor = NULL;
+    int rc;
+
+    at_buf_init(&b, AT_API_MAX_ANSWER);
+    rc = at_buf_adds(&b, "{\"items\":[");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (i) rc = at_buf_addc(&b, ',');
+        if (!rc) rc = at_api_write_view_raw(&b, t, &items[i]);
+    }
+    if (!rc && next) {
+        cursor = at_cursor_encode(c->cursor_key, lr->scope, next);
+        rc = cursor ? at_buf_printf(&b, "],\"next_cursor\":\"%s\"}", cursor) : AT_ENOMEM;
+    } else if (!rc) {
+        rc = at_buf_adds(&b, "],\"next_cursor\":null}");
+    }
+    free(cursor);
+    if (rc) {
+        at_buf_release(&b);
+        at_reply_error(c, 500, "cannot build the page (%s); ask for fewer items with ?limit=",
+                       at_strerror(rc));
+        return;
+    }
+    at_reply_json_buf(c, 200, &b);
+}
+
 static int has_attr(const json_t *key, const at_attr_def *a)
 {
     return !a->name || json_object_get(key, a->name) != NULL;
@@ -122,6 +152,7 @@ const json_t *at_api_cursor_key(const json_t *payload, const at_query *q, int *b
 void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q)
 {
     at_page page = {0};
+    at_raw_ref items[AT_API_MAX_LIMIT + 1];
     json_t *next = NULL;
     int bad = 0, rc;
     size_t n;
@@ -132,20 +163,26 @@ void at_api_list_query(at_ctx *c, at_list_req *lr, at_query *q)
         return;
     }
     q->limit = lr->limit + 1; /* one more tells whether another page follows */
+    q->flags |= AT_Q_RAW;
     rc = at_store_query(c->store, q, &page);
     if (rc) {
         at_reply_store_error(c, rc, "list items");
         return;
     }
-    n = json_array_size(page.items);
+    n = at_page_count(&page);
+    for (size_t i = 0; i < n; i++) items[i].p = at_page_raw(&page, i, &items[i].n);
     if (n > lr->limit) {
         const at_table_def *t = at_schema_table(q->table);
-        json_t *last = json_array_get(page.items, lr->limit - 1);
-        json_t *key = at_schema_item_key(t, q->index ? at_schema_index(t, q->index) : NULL, last);
-        json_array_remove(page.items, lr->limit);
+        const at_raw_ref *last = &items[lr->limit - 1];
+        json_t *key = at_packed_item_key(t, q->index ? at_schema_index(t, q->index) : NULL, last->p,
+                                         last->n);
+        n = lr->limit;
         next = key ? json_pack("{s:i, s:o}", "p", 0, "k", key) : NULL;
+    } else if (page.last_key) {
+        /* The store's work bound cut the page short: go on from the last item read. */
+        next = json_pack("{s:i, s:O}", "p", 0, "k", page.last_key);
     }
-    at_api_reply_list(c, q->table, lr, page.items, next);
+    at_api_reply_list_raw(c, q->table, lr, items, n, next);
     json_decref(next);
     at_page_release(&page);
 }

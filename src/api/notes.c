@@ -4,6 +4,7 @@
 
 #include "api.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/uuid.h"
 #include "actionstools/banned.h"
 
@@ -270,35 +271,53 @@ void at_api_notes_restore(at_ctx *c)
     change(c, apply_restore, AT_LOAD_DELETED, 200);
 }
 
+/* The pages a list answer is written from, kept until it is written. */
+typedef struct raw_pages {
+    at_page v[MAX_PINNED / 100 + 2];
+    size_t n;
+} raw_pages;
+
+static void raw_pages_release(raw_pages *rp)
+{
+    for (size_t i = 0; i < rp->n; i++) at_page_release(&rp->v[i]);
+    rp->n = 0;
+}
+
+/* Returns an S attribute of a packed item ("" when absent). */
+static const char *raw_s(const at_raw_ref *r, const char *attr)
+{
+    const char *s = at_packed_s(r->p, r->n, attr, NULL);
+    return s ? s : "";
+}
+
 /* Pinned notes sort newest updated_at first, then by uuid, so a cursor can name a
  * position among them by (updated_at, uuid). */
 static int pinned_cmp(const void *a, const void *b)
 {
-    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    const char *ux = at_item_s(x, "updated_at"), *uy = at_item_s(y, "updated_at");
-    int r = strcmp(uy ? uy : "", ux ? ux : "");
+    const at_raw_ref *x = a, *y = b;
+    int r = strcmp(raw_s(y, "updated_at"), raw_s(x, "updated_at"));
     if (r) return r;
-    return strcmp(at_item_s(y, "uuid") ? at_item_s(y, "uuid") : "", at_item_s(x, "uuid") ? at_item_s(x, "uuid") : "");
+    return strcmp(raw_s(y, "uuid"), raw_s(x, "uuid"));
 }
 
 /* Returns 1 when item sorts after the cursor position (u, id) among pinned notes. */
-static int after_position(const json_t *item, const char *u, const char *id)
+static int after_position(const at_raw_ref *item, const char *u, const char *id)
 {
-    const char *iu = at_item_s(item, "updated_at"), *iid = at_item_s(item, "uuid");
-    int r = strcmp(iu ? iu : "", u);
+    int r = strcmp(raw_s(item, "updated_at"), u);
     if (r) return r < 0;
-    return strcmp(iid ? iid : "", id) < 0;
+    return strcmp(raw_s(item, "uuid"), id) < 0;
 }
 
-/* Reads the live pinned notes of the tenant on target, sorted. Returns a new array or
- * NULL after answering. */
-static json_t *read_pinned(at_ctx *c, const json_t *target_av, const json_t *inst_av)
+/* Reads the live pinned notes of the tenant on target (packed, in pages kept in rp)
+ * into pinned, sorted. Returns how many, or -1 after answering. */
+static long read_pinned(at_ctx *c, const json_t *target_av, const json_t *inst_av, raw_pages *rp,
+                        at_raw_ref *pinned)
 {
-    json_t *all = json_array(), *one = at_av_n_int(1), *start = NULL;
+    json_t *one = at_av_n_int(1);
+    const json_t *start = NULL;
     at_clause filter = {"instance_id", AT_OP_EQ, inst_av, NULL};
     at_query q;
-    json_t **v;
-    size_t n;
+    long n = 0;
 
     memset(&q, 0, sizeof q);
     q.table = AT_TABLE_NOTES;
@@ -308,49 +327,37 @@ static json_t *read_pinned(at_ctx *c, const json_t *target_av, const json_t *ins
     q.forward = 1;
     q.limit = 100;
     q.filter = (at_cond){&filter, 1};
-    q.flags = AT_Q_LIVE;
-    while (json_array_size(all) < MAX_PINNED) {
-        at_page page = {0};
+    q.flags = AT_Q_LIVE | AT_Q_RAW;
+    while (n < MAX_PINNED && rp->n < sizeof rp->v / sizeof rp->v[0]) {
+        at_page *page = &rp->v[rp->n];
         int rc;
         q.start_key = start;
-        rc = at_store_query(c->store, &q, &page);
+        rc = at_store_query(c->store, &q, page);
         if (rc) {
             at_reply_store_error(c, rc, "list pinned notes");
-            json_decref(all);
-            all = NULL;
+            n = -1;
             break;
         }
-        json_array_extend(all, page.items);
-        json_decref(start);
-        start = json_incref(page.last_key);
-        at_page_release(&page);
+        rp->n++;
+        for (size_t i = 0; i < page->nraw && n < MAX_PINNED; i++, n++)
+            pinned[n].p = at_page_raw(page, i, &pinned[n].n);
+        start = page->last_key;
         if (!start) break;
     }
-    json_decref(start);
     json_decref(one);
-    if (!all) return NULL;
-    /* Sort through a plain array of pointers; the JSON array keeps the references. */
-    n = json_array_size(all);
-    v = calloc(n ? n : 1, sizeof *v);
-    if (!v) {
-        json_decref(all);
-        at_reply_error(c, 500, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(all, i));
-    qsort(v, n, sizeof *v, pinned_cmp);
-    json_array_clear(all);
-    for (size_t i = 0; i < n; i++) json_array_append_new(all, v[i]);
-    free(v);
-    return all;
+    if (n > 0) qsort(pinned, (size_t)n, sizeof *pinned, pinned_cmp);
+    return n;
 }
 
 void at_api_notes_list(at_ctx *c)
 {
     const char *target = at_api_key_param(c, "target_uuid", "target");
     at_list_req lr;
-    json_t *items = NULL, *target_av = NULL, *inst_av = NULL, *next = NULL, *one = NULL;
-    size_t from_pinned = 0, want;
+    raw_pages rp = {.n = 0};
+    at_page rest = {0};
+    at_raw_ref *items = NULL, *pinned = NULL;
+    json_t *target_av = NULL, *inst_av = NULL, *next = NULL, *one = NULL;
+    size_t n = 0, from_pinned = 0, want;
     json_int_t phase = 0;
 
     if (!target) return;
@@ -358,33 +365,32 @@ void at_api_notes_list(at_ctx *c)
         return;
     phase = json_integer_value(json_object_get(lr.cursor, "p"));
     if (lr.cursor && phase != 0 && phase != 1) goto bad_cursor;
-    items = json_array();
     target_av = at_av_s(target);
     inst_av = at_av_s(c->id->instance_id);
     one = at_av_n_int(1);
     want = lr.limit + 1;
+    items = at_arena_alloc(c->arena, want * sizeof *items);
+    pinned = at_arena_alloc(c->arena, MAX_PINNED * sizeof *pinned);
+    if (!items || !pinned) {
+        at_reply_error(c, 500, "out of memory");
+        goto out;
+    }
 
     if (phase == 0) {
         const char *u = json_string_value(json_object_get(lr.cursor, "u"));
         const char *id = json_string_value(json_object_get(lr.cursor, "id"));
-        json_t *pinned, *it;
-        size_t i;
+        long np;
         if (lr.cursor && (!u || !id)) goto bad_cursor;
-        pinned = read_pinned(c, target_av, inst_av);
-        if (!pinned) goto out;
-        json_array_foreach(pinned, i, it)
-        {
-            if (json_array_size(items) >= want) break;
-            if (!lr.cursor || after_position(it, u, id)) json_array_append(items, it);
-        }
-        json_decref(pinned);
-        from_pinned = json_array_size(items);
+        np = read_pinned(c, target_av, inst_av, &rp, pinned);
+        if (np < 0) goto out;
+        for (long i = 0; i < np && n < want; i++)
+            if (!lr.cursor || after_position(&pinned[i], u, id)) items[n++] = pinned[i];
+        from_pinned = n;
     }
-    if (json_array_size(items) < want) {
+    if (n < want) {
         at_clause filters[2] = {{"instance_id", AT_OP_EQ, inst_av, NULL},
                                 {"is_pinned", AT_OP_NE, one, NULL}};
         at_query q;
-        at_page page = {0};
         int bad = 0, rc;
         memset(&q, 0, sizeof q);
         q.table = AT_TABLE_NOTES;
@@ -392,37 +398,39 @@ void at_api_notes_list(at_ctx *c)
         q.pk = target_av;
         q.forward = 0;
         q.filter = (at_cond){filters, 2};
-        q.flags = AT_Q_LIVE;
-        q.limit = want - json_array_size(items);
+        q.flags = AT_Q_LIVE | AT_Q_RAW;
+        q.limit = want - n;
         q.start_key = phase == 1 ? at_api_cursor_key(lr.cursor, &q, &bad) : NULL;
         if (bad) goto bad_cursor;
-        rc = at_store_query(c->store, &q, &page);
+        rc = at_store_query(c->store, &q, &rest);
         if (rc) {
             at_reply_store_error(c, rc, "list notes");
             goto out;
         }
-        json_array_extend(items, page.items);
-        at_page_release(&page);
+        for (size_t i = 0; i < rest.nraw; i++, n++) items[n].p = at_page_raw(&rest, i, &items[n].n);
+        if (rest.nraw < q.limit && rest.last_key) /* cut short by the store's work bound */
+            next = json_pack("{s:i, s:O}", "p", 1, "k", rest.last_key);
     }
-    if (json_array_size(items) > lr.limit) {
-        json_t *last = json_array_get(items, lr.limit - 1);
+    if (n > lr.limit) {
+        const at_raw_ref *last = &items[lr.limit - 1];
         if (lr.limit <= from_pinned) {
-            next = json_pack("{s:i, s:s, s:s}", "p", 0, "u", at_item_s(last, "updated_at"), "id",
-                             at_item_s(last, "uuid"));
+            next = json_pack("{s:i, s:s, s:s}", "p", 0, "u", raw_s(last, "updated_at"), "id",
+                             raw_s(last, "uuid"));
         } else {
             const at_table_def *t = at_schema_table(AT_TABLE_NOTES);
-            json_t *key = at_schema_item_key(t, at_schema_index(t, UPDATED_INDEX), last);
+            json_t *key = at_packed_item_key(t, at_schema_index(t, UPDATED_INDEX), last->p, last->n);
             next = key ? json_pack("{s:i, s:o}", "p", 1, "k", key) : NULL;
         }
-        json_array_remove(items, lr.limit);
+        n = lr.limit;
     }
-    at_api_reply_list(c, AT_TABLE_NOTES, &lr, items, next);
+    at_api_reply_list_raw(c, AT_TABLE_NOTES, &lr, items, n, next);
     goto out;
 bad_cursor:
     at_reply_validation(c, json_pack("{s:s}", "cursor", "malformed; start again without a cursor"));
 out:
     json_decref(next);
-    json_decref(items);
+    raw_pages_release(&rp);
+    at_page_release(&rest);
     json_decref(target_av);
     json_decref(inst_av);
     json_decref(one);
