@@ -4,6 +4,7 @@
 # Seeds NOTES notes (default 30: a full page of 25 plus some) on one record, then turns
 # counting on for REQUESTS list requests (default 200) of LIMIT notes (default 25), and
 # prints the instructions per request and the functions that cost the most (inclusive).
+# KEEP_OUT=FILE keeps the callgrind profile for callgrind_annotate.
 # Usage: scripts/callgrind-list.sh [BINARY]   (a release build: build/release/actionstools)
 set -eu
 BIN=$(realpath "${1:-build/release/actionstools}")
@@ -45,6 +46,7 @@ callgrind_control -i off "$PID" >/dev/null
 kill -TERM "$PID"
 wait "$PID" 2>/dev/null || true
 PID=""
+[ -z "${KEEP_OUT:-}" ] || cp "$TMP/cg.out" "$KEEP_OUT"
 TOTAL=$(callgrind_annotate "$TMP/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
 echo "callgrind: $REQUESTS list requests of $LIMIT notes: $TOTAL instructions, $((TOTAL / REQUESTS)) per request"
 echo "answer bytes: $(wc -c < "$TMP/page.json")"

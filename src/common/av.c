@@ -277,18 +277,27 @@ int at_av_number_json(const char *s, char out[64])
     return number_text(s, out) ? AT_EINVAL : 0;
 }
 
+/* Bytes a JSON string literal cannot hold as they are: control characters, '"', '\\'. */
+static const unsigned char must_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, ['"'] = 1, ['\\'] = 1,
+};
+
 int at_json_write_string(at_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t run = 0;
+    size_t run = 0, i = 0;
     int rc = at_buf_addc(b, '"');
-    for (size_t i = 0; !rc && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+    while (!rc) {
+        char esc[6];
         size_t elen = 2;
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        unsigned char c;
+        while (i < n && !must_escape[(unsigned char)s[i]]) i++;
+        if (i == n) break;
+        c = (unsigned char)s[i];
         rc = at_buf_add(b, s + run, i - run);
-        run = i + 1;
+        run = ++i;
+        esc[0] = '\\';
         switch (c) {
         case '"': esc[1] = '"'; break;
         case '\\': esc[1] = '\\'; break;
