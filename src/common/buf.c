@@ -36,7 +36,7 @@ int at_buf_add(at_buf *b, const void *p, size_t n)
     int rc;
     if (n > b->max - b->len) return AT_ETOOBIG;
     if (b->len + n < b->cap) { /* room already: the common case, no call */
-        memcpy(b->ptr + b->len, p, n);
+        if (n) memcpy(b->ptr + b->len, p, n);
         b->len += n;
         b->ptr[b->len] = '\0';
         return 0;
