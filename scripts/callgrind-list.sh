@@ -4,7 +4,8 @@
 # Seeds NOTES notes (default 30: a full page of 25 plus some) on one record, then turns
 # counting on for REQUESTS list requests (default 200) of LIMIT notes (default 25), and
 # prints the instructions per request and the functions that cost the most (inclusive).
-# KEEP_OUT=FILE keeps the callgrind profile for callgrind_annotate.
+# KEEP_OUT=FILE keeps the callgrind profile for callgrind_annotate. OTHER=N then seeds
+# N newer notes of another tenant under the same target (the list must not pay for them).
 # Usage: scripts/callgrind-list.sh [BINARY]   (a release build: build/release/actionstools)
 set -eu
 BIN=$(realpath "${1:-build/release/actionstools}")
@@ -36,6 +37,12 @@ for i in $(seq 1 "$NOTES"); do
     curl -sf -o /dev/null -X POST "$URL/targets/cg-target/notes" -H "Authorization: Bearer $TOKEN" \
         -H 'Content-Type: application/json' -d "{\"data\": {\"text\": \"note $i\", \"n\": $i}}"
 done
+if [ "${OTHER:-0}" -gt 0 ]; then
+    OTOKEN=$("$BIN" token --user 00000000-0000-4000-8000-00000000cafe --instance other --name Other)
+    seq 1 "$OTHER" | xargs -P 4 -I{} curl -sf -o /dev/null -X POST "$URL/targets/cg-target/notes" \
+        -H "Authorization: Bearer $OTOKEN" -H 'Content-Type: application/json' \
+        -d '{"data": {"text": "another tenant'"'"'s note {}"}}'
+fi
 # One request outside the count warms the caches (statements, connections).
 curl -sf -o "$TMP/page.json" "$URL/targets/cg-target/notes?limit=$LIMIT" -H "Authorization: Bearer $TOKEN"
 callgrind_control -i on "$PID" >/dev/null

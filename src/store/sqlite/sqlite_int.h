@@ -30,6 +30,9 @@
 #define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
 #define SQ_GROUP_MAX 256          /* writes committed together at most */
 #define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
+#define SQ_WRITER_CACHE_KB "32768"     /* page cache of the writer's connection (SQLite: 2 MB) */
+#define SQ_WAL_CHECKPOINT_PAGES "8000" /* WAL pages before a commit checkpoints (SQLite: 1000) */
+#define SQ_WAL_KEEP_BYTES "67108864"   /* a checkpointed WAL file is cut back to 64 MB */
 
 /* A value bound to (or read from) a key column. */
 typedef struct sq_val {

@@ -891,14 +891,16 @@ static void *wbench_thread(void *p)
     at_clause fresh = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
     at_cond cond = {&fresh, 1};
     for (int i = 0; i < a->n && !a->rc; i++) {
-        char u[48];
+        char u[48], ts[32];
         json_t *it;
-        snprintf(u, sizeof u, "%08x-0000-4000-8000-%012x", (unsigned)a->id, (unsigned)i);
+        /* As the API makes them: a random uuid, the time now. */
+        snprintf(u, sizeof u, "%08x-%04x-4000-8000-%012x", (unsigned)(a->id * 2654435761u + i * 40503u),
+                 (unsigned)i & 0xffff, (unsigned)a->id);
+        at_timestamp_format(at_now_us(), ts);
         it = at_conf_item("target_uuid", at_av_s("bench-target"), "uuid", at_av_s(u), "instance_id",
                           at_av_s("bench"), "owner_uuid", at_av_s("00000000-0000-4000-8000-00000000beef"),
                           "owner_name", at_av_s("Bench"), "is_pinned", at_av_n_int(0), "version",
-                          at_av_n_int(1), "created_at", at_av_s("2024-01-01 00:00:00.000000"),
-                          "updated_at", at_av_s("2024-01-01 00:00:00.000000"), "data",
+                          at_av_n_int(1), "created_at", at_av_s(ts), "updated_at", at_av_s(ts), "data",
                           json_pack("{s:{s:{s:s}, s:{s:s}}}", "M", "text", "S", "benchmark note",
                                     "n", "N", "42"),
                           NULL);
