@@ -23,6 +23,7 @@
 #include "actionstools/av.h"
 #include "actionstools/err.h"
 #include "actionstools/log.h"
+#include "actionstools/packed.h"
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
 
@@ -652,6 +653,17 @@ static void test_legacy_json_rows(void **state)
     assert_int_equal(at_store_query(s, &q, &p), 0);
     assert_int_equal(json_array_size(p.items), 1);
     assert_true(json_equal(json_array_get(p.items, 0), want));
+    at_page_release(&p);
+    q.flags = AT_Q_RAW; /* packed on the way out */
+    assert_int_equal(at_store_query(s, &q, &p), 0);
+    assert_int_equal(at_page_count(&p), 1);
+    {
+        size_t n;
+        const unsigned char *raw = at_page_raw(&p, 0, &n);
+        json_t *back = at_packed_decode(raw, n);
+        assert_true(json_equal(back, want));
+        json_decref(back);
+    }
     at_page_release(&p);
     type = raw_sql(path, "SELECT typeof(\"_item\") FROM em_actions_notes_staging");
     assert_string_equal(type, "text");
