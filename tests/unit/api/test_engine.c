@@ -108,7 +108,8 @@ static int b_update(at_store *s, at_table_id t, const json_t *k, const at_update
 static int b_del(at_store *s, at_table_id t, const json_t *k, const at_cond *c) { return at_store_delete(((bounded *)s)->real, t, k, c); }
 
 /* Reads one stored item, matching or not, and stops: the page holds it when it matches
- * (live, filter), and last_key is its key either way, as a store's work bound does. */
+ * (live, filter), packed when the query asks for AT_Q_RAW, and last_key is its key
+ * either way, as a store's work bound does. */
 static int b_query(at_store *s, const at_query *q, at_page *out)
 {
     bounded *b = (bounded *)s;
@@ -123,10 +124,14 @@ static int b_query(at_store *s, const at_query *q, at_page *out)
     rc = at_store_query(b->real, &one, &page);
     if (rc) return rc;
     it = json_array_get(page.items, 0);
-    out->items = json_array();
+    if (!(q->flags & AT_Q_RAW)) out->items = json_array();
     if (it && !((q->flags & AT_Q_LIVE) && at_item_has(it, "deleted_at")) && at_cond_eval(it, &q->filter))
-        json_array_append(out->items, it);
+        rc = q->flags & AT_Q_RAW ? at_page_add_item_raw(out, it) : json_array_append(out->items, it);
     out->last_key = json_incref(page.last_key);
+    if (rc) {
+        at_page_release(&page);
+        return rc;
+    }
     at_page_release(&page);
     return 0;
 }
