@@ -68,7 +68,15 @@ typedef struct at_update {
 /* ---- queries ----------------------------------------------------------------- */
 
 enum {
-    AT_Q_LIVE = 1u << 0 /* skip items that have a deleted_at attribute (soft-deleted) */
+    AT_Q_LIVE = 1u << 0, /* skip items that have a deleted_at attribute (soft-deleted) */
+    /* Count the matching items instead of returning them, as DynamoDB's Select COUNT:
+     * page.items stays empty and page.count says how many matched. Counting stops once
+     * at least limit were counted (a backend that counts whole answers, as DynamoDB,
+     * may count past limit) or at the end of the range; last_key is NULL only when the
+     * count reached the end. The filter may not name the key attributes of the table
+     * or index queried (DynamoDB evaluates a count's filter itself, and refuses those
+     * there): AT_EINVAL. */
+    AT_Q_COUNT = 1u << 1
 };
 
 /* A Query on a table or one of its indexes. Items whose TTL attribute is in the past
@@ -105,6 +113,7 @@ typedef struct at_page {
                          early, the key of the last item read (which may be filtered out
                          of items). Pass it as start_key for what follows. NULL when the
                          query reached its end. Owned. */
+    size_t count;     /* AT_Q_COUNT: how many items matched */
 } at_page;
 
 /* Frees the contents of a page; the page may then be reused. Accepts a zeroed page. */

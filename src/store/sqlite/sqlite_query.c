@@ -277,7 +277,8 @@ static int wanted(const at_query *q, const json_t *item)
     return at_cond_eval(item, &q->filter);
 }
 
-/* Steps st and appends the wanted items to page->items until limit. */
+/* Steps st and appends the wanted items to page->items (AT_Q_COUNT: counts them) until
+ * limit. */
 static int read_page(sq_conn *c, sqlite3_stmt *st, const at_query *q, const qplan *p, at_page *page)
 {
     const at_index_def *d = p->x->def;
@@ -296,6 +297,13 @@ static int read_page(sq_conn *c, sqlite3_stmt *st, const at_query *q, const qpla
         if (d && d->include && !(it = project(p->t, d, it))) return AT_ENOMEM;
         if (!wanted(q, it)) {
             json_decref(it);
+            continue;
+        }
+        if (q->flags & AT_Q_COUNT) {
+            /* Counted, not kept; the key of the last one counted when it stops there. */
+            if (++page->count == q->limit) page->last_key = at_schema_item_key(p->t->def, d, it);
+            json_decref(it);
+            if (page->count == q->limit) return page->last_key ? 0 : AT_ENOMEM;
             continue;
         }
         if (json_array_append_new(page->items, it)) return AT_ENOMEM;
