@@ -32,7 +32,9 @@ typedef enum {
     AT_RK_PATCH,       /* change fields */
     AT_RK_DELETE,      /* soft delete: 204 */
     AT_RK_RESTORE,     /* undo a soft delete */
-    AT_RK_LIST         /* a cursor-paged list */
+    AT_RK_LIST,        /* a cursor-paged list */
+    AT_RK_PUT          /* PUT the item the path names (by the tenant and a key the client
+                          chooses): 201 when it created it, 200 when it replaced it */
 } at_route_kind;
 
 struct at_resource;

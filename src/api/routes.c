@@ -13,6 +13,7 @@
 #define PATCH(path, res, summary) {"PATCH", path, at_engine_patch, AT_R_BODY, summary, res, AT_RK_PATCH, NULL}
 #define DELETE(path, res, summary) {"DELETE", path, at_engine_delete, 0, summary, res, AT_RK_DELETE, NULL}
 #define RESTORE(path, res, summary) {"POST", path, at_engine_restore, 0, summary, res, AT_RK_RESTORE, NULL}
+#define PUT(path, res, summary) {"PUT", path, at_engine_put, AT_R_BODY, summary, res, AT_RK_PUT, NULL}
 #define BY_UUID(path, res, summary) {"GET", path, at_engine_get_by_uuid, 0, summary, res, AT_RK_GET_BY_UUID, NULL}
 
 const at_route at_routes[] = {
@@ -35,5 +36,6 @@ const at_route_param at_route_params[] = {
     {"target_uuid", "target", "the CRM record's id: any text of 1 to 256 bytes"},
     {"user_uuid", "user", "a user's uuid (the sub claim of their token)"},
     {"uuid", NULL, "the item's uuid"},
+    {"config_key", NULL, "a setting's key: 1 to 128 of A-Z a-z 0-9 _ . : -"},
     {NULL, NULL, NULL},
 };
