@@ -31,6 +31,9 @@ void at_engine_put(at_ctx *c);
 extern const at_resource at_notes;
 extern const at_list_def at_notes_by_target[];
 extern const at_list_def at_notes_by_owner[];
+extern const at_resource at_comments;
+extern const at_list_def at_comments_by_target[];
+extern const at_list_def at_comments_by_owner[];
 
 /* ---- items as answers (item.c) ---- */
 

@@ -29,6 +29,14 @@ const at_route at_routes[] = {
     BY_UUID("/notes/{uuid}", &at_notes, "read a note by uuid"),
     LIST("/users/{user_uuid}/notes", &at_notes, at_notes_by_owner, "a user's notes"),
 
+    CREATE("/targets/{target_uuid}/comments", &at_comments, "comment on a record, or answer a comment"),
+    LIST("/targets/{target_uuid}/comments", &at_comments, at_comments_by_target, "list a record's comments"),
+    GET("/targets/{target_uuid}/comments/{uuid}", &at_comments, "read a comment"),
+    PATCH("/targets/{target_uuid}/comments/{uuid}", &at_comments, "change a comment"),
+    DELETE("/targets/{target_uuid}/comments/{uuid}", &at_comments, "delete a comment"),
+    RESTORE("/targets/{target_uuid}/comments/{uuid}/restore", &at_comments, "restore a deleted comment"),
+    LIST("/users/{user_uuid}/comments", &at_comments, at_comments_by_owner, "a user's comments"),
+
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
 
