@@ -34,6 +34,9 @@ extern const at_list_def at_notes_by_owner[];
 extern const at_resource at_comments;
 extern const at_list_def at_comments_by_target[];
 extern const at_list_def at_comments_by_owner[];
+extern const at_resource at_files;
+extern const at_list_def at_files_by_target[];
+extern const at_list_def at_files_by_owner[];
 
 /* ---- items as answers (item.c) ---- */
 

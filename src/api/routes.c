@@ -37,6 +37,14 @@ const at_route at_routes[] = {
     RESTORE("/targets/{target_uuid}/comments/{uuid}/restore", &at_comments, "restore a deleted comment"),
     LIST("/users/{user_uuid}/comments", &at_comments, at_comments_by_owner, "a user's comments"),
 
+    CREATE("/targets/{target_uuid}/files", &at_files, "attach a file to a record (its metadata)"),
+    LIST("/targets/{target_uuid}/files", &at_files, at_files_by_target, "list a record's files"),
+    GET("/targets/{target_uuid}/files/{uuid}", &at_files, "read a file's metadata"),
+    PATCH("/targets/{target_uuid}/files/{uuid}", &at_files, "change a file's metadata"),
+    DELETE("/targets/{target_uuid}/files/{uuid}", &at_files, "delete a file"),
+    RESTORE("/targets/{target_uuid}/files/{uuid}/restore", &at_files, "restore a deleted file"),
+    LIST("/users/{user_uuid}/files", &at_files, at_files_by_owner, "a user's files"),
+
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
 
