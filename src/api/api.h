@@ -37,6 +37,8 @@ extern const at_list_def at_comments_by_owner[];
 extern const at_resource at_files;
 extern const at_list_def at_files_by_target[];
 extern const at_list_def at_files_by_owner[];
+extern const at_resource at_settings;
+extern const at_list_def at_settings_lists[];
 
 /* ---- items as answers (item.c) ---- */
 

@@ -13,7 +13,7 @@
 #define PATCH(path, res, summary) {"PATCH", path, at_engine_patch, AT_R_BODY, summary, res, AT_RK_PATCH, NULL}
 #define DELETE(path, res, summary) {"DELETE", path, at_engine_delete, 0, summary, res, AT_RK_DELETE, NULL}
 #define RESTORE(path, res, summary) {"POST", path, at_engine_restore, 0, summary, res, AT_RK_RESTORE, NULL}
-#define PUT(path, res, summary) {"PUT", path, at_engine_put, AT_R_BODY, summary, res, AT_RK_PUT, NULL}
+#define PUT(path, res, flags, summary) {"PUT", path, at_engine_put, AT_R_BODY | (flags), summary, res, AT_RK_PUT, NULL}
 #define BY_UUID(path, res, summary) {"GET", path, at_engine_get_by_uuid, 0, summary, res, AT_RK_GET_BY_UUID, NULL}
 
 const at_route at_routes[] = {
@@ -44,6 +44,12 @@ const at_route at_routes[] = {
     DELETE("/targets/{target_uuid}/files/{uuid}", &at_files, "delete a file"),
     RESTORE("/targets/{target_uuid}/files/{uuid}/restore", &at_files, "restore a deleted file"),
     LIST("/users/{user_uuid}/files", &at_files, at_files_by_owner, "a user's files"),
+
+    LIST("/settings", &at_settings, at_settings_lists, "list the tenant's settings"),
+    GET("/settings/{config_key}", &at_settings, "read a setting"),
+    /* Creating needs the role as much as replacing: the route says so (403 first). */
+    PUT("/settings/{config_key}", &at_settings, AT_R_ADMIN, "create or replace a setting (CRM_ADMIN)"),
+    DELETE("/settings/{config_key}", &at_settings, "delete a setting (CRM_ADMIN)"),
 
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
