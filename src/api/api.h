@@ -39,6 +39,10 @@ extern const at_list_def at_files_by_target[];
 extern const at_list_def at_files_by_owner[];
 extern const at_resource at_settings;
 extern const at_list_def at_settings_lists[];
+extern const at_resource at_notifications;
+extern const at_list_def at_notifications_inbox[];
+void at_notifications_unread_count(at_ctx *c);
+void at_notifications_mark_all_read(at_ctx *c);
 
 /* ---- items as answers (item.c) ---- */
 

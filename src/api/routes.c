@@ -51,6 +51,14 @@ const at_route at_routes[] = {
     PUT("/settings/{config_key}", &at_settings, AT_R_ADMIN, "create or replace a setting (CRM_ADMIN)"),
     DELETE("/settings/{config_key}", &at_settings, "delete a setting (CRM_ADMIN)"),
 
+    LIST("/notifications", &at_notifications, at_notifications_inbox, "your notifications"),
+    {"GET", "/notifications/unread-count", at_notifications_unread_count, 0, "how many of your notifications are unread",
+     &at_notifications, AT_RK_OTHER, NULL},
+    {"POST", "/notifications/mark-all-read", at_notifications_mark_all_read, 0, "mark your notifications read",
+     &at_notifications, AT_RK_OTHER, NULL},
+    GET("/notifications/{uuid}", &at_notifications, "read one of your notifications"),
+    PATCH("/notifications/{uuid}", &at_notifications, "mark one of your notifications read or hidden"),
+
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
 

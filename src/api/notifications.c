@@ -1,0 +1,328 @@
+/* Notifications (SPEC §5): a user's inbox. target_uuid is the recipient's user uuid, so
+ * an inbox is one partition of every index of the table; the caller reads and marks only
+ * their own (the key comes from their identity, and items of another tenant under the
+ * same user uuid are filtered out). The engine serves the item routes from this
+ * descriptor; the resource's own code is the inbox list (unread ones read whole from
+ * the is_read index), the unread count, mark-all-read, and the worker's way in
+ * (at_notification_create, notification.h). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "actionstools/err.h"
+#include "actionstools/notification.h"
+#include "actionstools/uuid.h"
+#include "actionstools/banned.h"
+
+#define UNREAD_INDEX "target_uuid-is_read-index"
+
+/* The unread count stops counting past this many (a badge shows "999+"); reading at
+ * most COUNT_ROUNDS store answers (DynamoDB: 1 MB each). */
+#define UNREAD_CAP 999
+#define COUNT_ROUNDS 8
+
+/* mark-all-read changes at most this many notifications per request (one write each);
+ * the answer says "more": true when others are left. */
+#define MARK_BATCH 100
+
+static void inbox(at_ctx *c, const at_resource *r, const at_list_def *l);
+
+static const char *const kinds[] = {"task_assigned", "task_status_changed", "comment_added", "mentioned",
+                                    "task_reminder", NULL};
+
+static const at_field fields[] = {
+    {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the recipient's user uuid"},
+    {"kind", AT_F_STRING, AT_FF_SERVICE, .choices = kinds, .doc = "what happened"},
+    {"title", AT_F_STRING, AT_FF_SERVICE, .doc = "a line to show"},
+    {"body", AT_F_STRING, AT_FF_SERVICE, .doc = "more to show"},
+    {"subject_type", AT_F_STRING, AT_FF_SERVICE, .doc = "what it is about: task, note, comment..."},
+    {"subject_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the uuid of what it is about"},
+    {"actor_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "who did it"},
+    {"actor_name", AT_F_STRING, AT_FF_SERVICE, .doc = "their name"},
+    {"data", AT_F_JSON, AT_FF_SERVICE, .doc = "anything else: any JSON value"},
+    {"is_read", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "read by the recipient"},
+    {"is_hidden", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "hidden from the inbox (?include_hidden=true shows it)"},
+    {NULL},
+};
+
+static const char *const flags[] = {"is_read", "is_hidden", NULL};
+
+const at_resource at_notifications = {
+    .name = "notification",
+    .plural = "notifications",
+    .table = AT_TABLE_NOTIFICATIONS,
+    .pk = {AT_SRC_USER, NULL},
+    .sk = {AT_SRC_NEW_UUID, "uuid"},
+    .fields = fields,
+    .change = AT_PERM_ANY, /* the key is the caller's own inbox */
+    .remove = AT_PERM_ANY,
+    .view = {at_api_view_leading, flags, at_api_view_hidden, 1},
+    .doc = "the caller's notifications",
+};
+
+static const at_list_filter by_read[] = {{"is_read", "is_read", AT_OP_EQ}, {NULL}};
+
+const at_list_def at_notifications_inbox[] = {
+    {.index = "target_uuid-created_at-index", .pk = {AT_SRC_USER, NULL}, .forward = 0, .filters = by_read,
+     .index2 = UNREAD_INDEX, .run = inbox,
+     .doc = "your notifications, newest first; ?is_read=true|false; hidden ones only with "
+            "?include_hidden=true"},
+    {NULL},
+};
+
+/* Returns the stored form of a flag (N 0/1), a new AV or NULL. */
+static json_t *flag(int on)
+{
+    return at_av_n_int(on);
+}
+
+/* ?is_read=false is the unread set, read whole from the is_read index when small (the
+ * usual inbox); other lists page through the created_at index, filtered. */
+static void inbox(at_ctx *c, const at_resource *r, const at_list_def *l)
+{
+    const char *hidden = at_query_param(c, "include_hidden"), *read = at_query_param(c, "is_read");
+    json_t *zero = NULL;
+    at_list_query lq;
+    at_pager p;
+    int rc = 0;
+    if (hidden && strcmp(hidden, "true") != 0 && strcmp(hidden, "false") != 0) {
+        at_reply_validation(c, json_pack("{s:s}", "include_hidden", "must be true or false"));
+        return;
+    }
+    if (!at_api_list_query_init(c, r, l, &lq)) return;
+    if (!hidden || strcmp(hidden, "true") != 0) rc = at_api_list_query_filter(&lq, "is_hidden", AT_OP_NE, flag(1));
+    if (!rc && hidden) rc = at_api_list_query_scope(c, &lq, "include_hidden", hidden);
+    if (!rc && !(zero = flag(0))) rc = AT_ENOMEM;
+    if (rc) {
+        at_reply_error(c, 500, "cannot list notifications (%s)", at_strerror(rc));
+    } else {
+        if (at_pager_begin(&p, c, r, lq.scope, 1)) {
+            if (read && strcmp(read, "false") == 0)
+                at_pager_small_set(&p, 0, &lq, l->index2, "is_read", zero);
+            else
+                at_pager_query(&p, 0, &lq.q);
+        }
+        at_pager_finish(&p);
+    }
+    json_decref(zero);
+    at_api_list_query_release(&lq);
+}
+
+/* The caller's unread notifications in the is_read index: the tenant's, live. */
+typedef struct unread_query {
+    at_query q;
+    at_clause f[2];
+    json_t *user, *zero, *one, *inst;
+} unread_query;
+
+static int unread_init(at_ctx *c, unread_query *u, int skip_hidden)
+{
+    memset(u, 0, sizeof *u);
+    u->user = at_av_s(c->id->user_uuid);
+    u->zero = flag(0);
+    u->one = flag(1);
+    u->inst = at_av_s(c->id->instance_id);
+    if (!u->user || !u->zero || !u->one || !u->inst) return AT_ENOMEM;
+    u->f[0] = (at_clause){"instance_id", AT_OP_EQ, u->inst, NULL};
+    u->f[1] = (at_clause){"is_hidden", AT_OP_NE, u->one, NULL};
+    u->q.table = AT_TABLE_NOTIFICATIONS;
+    u->q.index = UNREAD_INDEX;
+    u->q.pk = u->user;
+    u->q.sk = (at_clause){"is_read", AT_OP_EQ, u->zero, NULL};
+    u->q.forward = 1;
+    u->q.filter = (at_cond){u->f, skip_hidden ? 2 : 1};
+    u->q.flags = AT_Q_LIVE;
+    return 0;
+}
+
+static void unread_release(unread_query *u)
+{
+    json_decref(u->user);
+    json_decref(u->zero);
+    json_decref(u->one);
+    json_decref(u->inst);
+}
+
+/* Answers {"<name>": n}, with "more": true when more were left uncounted or unchanged. */
+static void reply_count(at_ctx *c, const char *name, size_t n, int more)
+{
+    json_t *b = json_pack("{s:I}", name, (json_int_t)n);
+    if (b && more) json_object_set_new(b, "more", json_true());
+    if (!b) at_reply_error(c, 500, "out of memory");
+    else at_reply_json(c, 200, b);
+}
+
+/* GET /notifications/unread-count: a count in the is_read index (DynamoDB's Select
+ * COUNT: no item comes back), hidden ones left out, up to UNREAD_CAP. */
+void at_notifications_unread_count(at_ctx *c)
+{
+    unread_query u;
+    json_t *start = NULL;
+    size_t total = 0;
+    int rc = unread_init(c, &u, 1);
+    u.q.flags |= AT_Q_COUNT;
+    u.q.limit = UNREAD_CAP + 1;
+    for (int round = 0; !rc && round < COUNT_ROUNDS; round++) {
+        at_page page = {0};
+        u.q.start_key = start;
+        rc = at_store_query(c->store, &u.q, &page);
+        total += page.count;
+        json_decref(start);
+        start = rc ? NULL : json_incref(page.last_key);
+        at_page_release(&page);
+        if (!start || total > UNREAD_CAP) break;
+    }
+    if (rc)
+        at_reply_store_error(c, rc, "count unread notifications");
+    else
+        reply_count(c, "unread", total > UNREAD_CAP ? UNREAD_CAP : total, total > UNREAD_CAP || start != NULL);
+    json_decref(start);
+    unread_release(&u);
+}
+
+/* Marks one unread notification read: version + 1, updated_at now; only if it is
+ * still unread and of the tenant. Returns 1 when it changed, 0 when it did not (someone
+ * else marked it first, or its version cannot move), or an AT_* error. */
+static int mark_read(at_ctx *c, const unread_query *u, const json_t *item)
+{
+    char now[AT_TIMESTAMP_LEN + 1];
+    json_t *key = at_schema_item_key(at_schema_table(AT_TABLE_NOTIFICATIONS), NULL, item), *max = at_av_n_int(INT64_MAX);
+    json_t *set = json_object();
+    at_clause cl[3] = {{"is_read", AT_OP_EQ, u->zero, NULL}, {"instance_id", AT_OP_EQ, u->inst, NULL},
+                       {"version", AT_OP_NE, max, NULL}};
+    at_cond cond = {cl, 3};
+    at_update up = {.set = set, .add_attr = "version", .add_value = 1};
+    int rc;
+    at_timestamp_format(at_now_us(), now);
+    rc = !key || !max || !set || json_object_set(set, "is_read", u->one) ||
+                 json_object_set_new(set, "updated_at", at_av_s(now))
+             ? AT_ENOMEM
+             : at_store_update(c->store, AT_TABLE_NOTIFICATIONS, key, &up, &cond, NULL);
+    json_decref(key);
+    json_decref(max);
+    json_decref(set);
+    if (rc == AT_ECOND || rc == AT_EINVAL) return 0; /* EINVAL: a version that is not a number */
+    return rc ? rc : 1;
+}
+
+/* POST /notifications/mark-all-read: one page of the caller's unread notifications
+ * (hidden ones too), each marked read by a conditional update; bounded by MARK_BATCH
+ * writes per request. */
+void at_notifications_mark_all_read(at_ctx *c)
+{
+    unread_query u;
+    at_page page = {0};
+    size_t n = 0, changed = 0;
+    int rc = unread_init(c, &u, 0);
+    u.q.limit = MARK_BATCH + 1;
+    if (!rc) rc = at_store_query(c->store, &u.q, &page);
+    n = json_array_size(page.items);
+    for (size_t i = 0; !rc && i < n && i < MARK_BATCH; i++) {
+        int r = mark_read(c, &u, json_array_get(page.items, i));
+        if (r < 0) rc = r;
+        else changed += (size_t)r;
+    }
+    if (rc)
+        at_reply_store_error(c, rc, "mark notifications read");
+    else /* more: past the batch, or the store stopped the page at its work bound */
+        reply_count(c, "updated", changed, n > MARK_BATCH || (page.last_key && n < u.q.limit));
+    at_page_release(&page);
+    unread_release(&u);
+}
+
+/* ---- the worker's way in ---- */
+
+/* The namespace of notification uuids (a random UUID, fixed forever). */
+#define NOTIFY_NS "8e0a3c52-6f0e-4b7d-9a51-2f3c7d1e5b90"
+
+/* Returns 1 when s can be a key value (1 to 256 bytes, no control characters). */
+static int key_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 32 || s[i] == 127) return 0;
+    return n > 0 && n <= 256;
+}
+
+/* Sets attr to the string v unless v is NULL. Returns 0 or AT_ENOMEM. */
+static int set_s(json_t *item, const char *attr, const char *v)
+{
+    return v && json_object_set_new(item, attr, at_av_s(v)) ? AT_ENOMEM : 0;
+}
+
+/* Builds the item of n with uuid into *out. Returns 0, AT_EINVAL (data is not storable:
+ * why says how) or AT_ENOMEM. */
+static int notification_item(const at_notification *n, const char *uuid, json_t **out, char *why, size_t whylen)
+{
+    char now[AT_TIMESTAMP_LEN + 1];
+    json_t *item, *data = NULL;
+    int rc;
+    *out = NULL;
+    if (n->data && !(data = at_av_from_json_why(n->data, why, whylen))) return why[0] ? AT_EINVAL : AT_ENOMEM;
+    at_timestamp_format(at_now_us(), now);
+    item = json_object();
+    rc = !item || set_s(item, "target_uuid", n->recipient) || set_s(item, "uuid", uuid) ||
+         set_s(item, "instance_id", n->instance_id) || set_s(item, "kind", n->kind) || set_s(item, "title", n->title) ||
+         set_s(item, "body", n->body) || set_s(item, "subject_type", n->subject_type) ||
+         set_s(item, "subject_uuid", n->subject_uuid) || set_s(item, "actor_uuid", n->actor_uuid) ||
+         set_s(item, "actor_name", n->actor_name) || (data && json_object_set(item, "data", data)) ||
+         json_object_set_new(item, "is_read", flag(0)) || json_object_set_new(item, "is_hidden", flag(0)) ||
+         json_object_set_new(item, "version", at_av_n_int(1)) || set_s(item, "created_at", now) ||
+         set_s(item, "updated_at", now);
+    json_decref(data);
+    if (rc) {
+        json_decref(item);
+        return AT_ENOMEM;
+    }
+    *out = item;
+    return 0;
+}
+
+int at_notification_create(at_store *s, const at_notification *n, json_t **item, int *created, char *why,
+                           size_t whylen)
+{
+    at_clause nx = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
+    at_cond cond = {&nx, 1};
+    const char *const *k;
+    char uuid[AT_UUID_LEN + 1];
+    json_t *it = NULL, *key;
+    at_buf name;
+    int rc;
+
+    if (item) *item = NULL;
+    *created = 0;
+    why[0] = '\0';
+    for (k = kinds; *k && (!n->kind || strcmp(*k, n->kind) != 0); k++) {
+    }
+    if (!key_ok(n->instance_id) || !key_ok(n->recipient) || !n->id || !*n->id || strlen(n->id) > 1024 || !*k) {
+        snprintf(why, whylen, "%s", !key_ok(n->instance_id) ? "instance_id: 1 to 256 bytes, no control characters"
+                                    : !key_ok(n->recipient) ? "recipient: 1 to 256 bytes, no control characters"
+                                    : !*k                   ? "kind: not one of the notification kinds"
+                                                            : "id: 1 to 1024 bytes");
+        return AT_EINVAL;
+    }
+    /* The uuid names (tenant, recipient, id): NUL-separated, as none of them holds one. */
+    at_buf_init(&name, 4096);
+    rc = at_buf_adds(&name, n->instance_id) || at_buf_addc(&name, '\0') || at_buf_adds(&name, n->recipient) ||
+                 at_buf_addc(&name, '\0') || at_buf_adds(&name, n->id)
+             ? AT_ENOMEM
+             : at_uuid_from_name(NOTIFY_NS, name.ptr, name.len, uuid);
+    at_buf_release(&name);
+    if (rc) return rc;
+    if ((rc = notification_item(n, uuid, &it, why, whylen))) return rc;
+    rc = at_store_put(s, AT_TABLE_NOTIFICATIONS, it, &cond);
+    if (rc == 0) {
+        *created = 1;
+    } else if (rc == AT_ECOND) { /* made before: answer that one */
+        json_decref(it);
+        it = NULL;
+        key = json_pack("{s:{s:s}, s:{s:s}}", "target_uuid", "S", n->recipient, "uuid", "S", uuid);
+        rc = key ? at_store_get(s, AT_TABLE_NOTIFICATIONS, key, &it) : AT_ENOMEM;
+        json_decref(key);
+    }
+    if (rc == AT_EINVAL && !why[0]) snprintf(why, whylen, "the store refused the item (over 400 KB?)");
+    if (!rc && item) *item = json_incref(it);
+    json_decref(it);
+    return rc;
+}
