@@ -59,6 +59,9 @@ describe('comments: their own rules', () => {
     assertStatus(await C.req(u, 'DELETE', one(t, parent.uuid)), 204);
     assertValidation(await C.req(u, 'POST', coll(t), { json: { data: 1, parent_uuid: parent.uuid } }), { parent_uuid: bad });
     assert.deepEqual(ids((await C.list(u, coll(t))).items), [reply.body.uuid, nested.body.uuid]);
+    // a reply of a deleted parent is restored all the same
+    assertStatus(await C.req(u, 'DELETE', one(t, nested.body.uuid)), 204);
+    assertStatus(await C.req(u, 'POST', `${one(t, nested.body.uuid)}/restore`), 200);
     // restored, it takes them again
     assertStatus(await C.req(u, 'POST', `${one(t, parent.uuid)}/restore`), 200);
     assertStatus(await C.req(u, 'POST', coll(t), { json: { data: 1, parent_uuid: parent.uuid } }), 201);
