@@ -28,6 +28,14 @@ LIB_SRC := $(sort $(filter-out src/main.c,$(shell find src -name '*.c')))
 TEST_SRC := $(sort $(shell find tests/unit -name 'test_*.c'))
 TEST_SUPPORT_SRC := $(sort $(filter-out $(TEST_SRC),$(shell find tests/unit -name '*.c')))
 
+# GET /docs: the few browser files of the pinned swagger-ui-dist (package.json), copied
+# beside each binary into build/<variant>/share/swagger-ui/ when node_modules has them.
+# Serving needs none of it: without them /docs says so (docs/api-document.md).
+SWAGGER_UI_DIR := node_modules/swagger-ui-dist
+SWAGGER_UI_FILES := swagger-ui-bundle.js swagger-ui.css favicon-32x32.png favicon-16x16.png \
+                    swagger-ui-bundle.js.LICENSE.txt LICENSE NOTICE
+SWAGGER_UI = $(if $(wildcard $(SWAGGER_UI_DIR)/package.json),$(SWAGGER_UI_FILES))
+
 # $(call variant,NAME,EXTRA_CFLAGS,EXTRA_LDFLAGS)
 define variant
 $(1)_CFLAGS = $$(BASE_CFLAGS) $(2)
@@ -44,9 +52,14 @@ $(BUILD)/$(1)/libactionstools.a: $$($(1)_OBJ)
 	@rm -f $$@
 	@ar rcs $$@ $$^
 
-$(BUILD)/$(1)/actionstools: $(BUILD)/$(1)/src/main.o $(BUILD)/$(1)/libactionstools.a
+$(BUILD)/$(1)/actionstools: $(BUILD)/$(1)/src/main.o $(BUILD)/$(1)/libactionstools.a \
+		| $$(addprefix $(BUILD)/$(1)/share/swagger-ui/,$$(SWAGGER_UI))
 	@echo "  LD ($(1)) $$@"
 	@$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(PKG_LIBS) $$($(1)_LDFLAGS)
+
+$(BUILD)/$(1)/share/swagger-ui/%: $(SWAGGER_UI_DIR)/%
+	@mkdir -p $$(@D)
+	@cp $$< $$@
 
 $$($(1)_TESTS): $(BUILD)/$(1)/%: $(BUILD)/$(1)/%.o $$($(1)_SUPPORT_OBJ) $(BUILD)/$(1)/libactionstools.a
 	@$(if $(V),,echo "  LD ($(1)) $$@";)$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$(TEST_LIBS) $$(PKG_LIBS) $$($(1)_LDFLAGS)
@@ -93,6 +106,9 @@ SYSCONFDIR ?= /etc
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/actionstools
+# GET /docs finds the Swagger UI files here, relative to the installed binary
+# (src/api/docs.c: ../share/actionstools/swagger-ui).
+UIDIR = $(PREFIX)/share/actionstools/swagger-ui
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 ENVFILE = $(SYSCONFDIR)/actionstools/actionstools.env
 SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
@@ -108,6 +124,13 @@ install: $(BUILD)/release/actionstools
 	$(call install_subst,packaging/actionstools.service.in,$(DESTDIR)$(UNITDIR)/actionstools.service)
 	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
 	install -m 0644 packaging/actionstools.env "$(DESTDIR)$(DOCDIR)/actionstools.env.example"
+	@if [ -n "$(SWAGGER_UI)" ]; then \
+		install -d "$(DESTDIR)$(UIDIR)" && \
+		install -m 0644 $(addprefix $(BUILD)/release/share/swagger-ui/,$(SWAGGER_UI)) "$(DESTDIR)$(UIDIR)/" && \
+		echo "installed the /docs page's files in $(DESTDIR)$(UIDIR)"; \
+	else \
+		echo "no Swagger UI files (node_modules has none): /docs will say so; run make deps first to have them"; \
+	fi
 	@if [ -e "$(DESTDIR)$(ENVFILE)" ]; then \
 		echo "kept the configuration $(DESTDIR)$(ENVFILE)"; \
 	else \
@@ -121,6 +144,8 @@ uninstall:
 		"$(DESTDIR)$(UNITDIR)/actionstools.service" "$(DESTDIR)$(DOCDIR)/README.md" \
 		"$(DESTDIR)$(DOCDIR)/actionstools.env.example"
 	@rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+	rm -rf "$(DESTDIR)$(UIDIR)"
+	@rmdir "$(DESTDIR)$(PREFIX)/share/actionstools" 2>/dev/null || true
 	@if cmp -s packaging/actionstools.env "$(DESTDIR)$(ENVFILE)"; then \
 		echo "rm -f $(DESTDIR)$(ENVFILE)"; rm -f "$(DESTDIR)$(ENVFILE)"; \
 		rmdir "$(DESTDIR)$(SYSCONFDIR)/actionstools" 2>/dev/null || true; \

@@ -16,8 +16,9 @@ root=$(pwd)
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
 libcurl4-openssl-dev libssl-dev uuid-dev openssl"
 # To test and measure: the unit test framework, curl (dynalite.sh waits with it), wrk
-# (make bench), systemd-analyze (checks the unit file; in the systemd package).
-TEST_PACKAGES="libcmocka-dev curl ca-certificates wrk systemd"
+# (make bench), systemd-analyze (checks the unit file; in the systemd package), chromium
+# (renders /docs headless in tests/api/docs.test.mjs).
+TEST_PACKAGES="libcmocka-dev curl ca-certificates wrk systemd chromium"
 
 mode=${1:-all}
 case $mode in

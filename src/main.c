@@ -163,7 +163,12 @@ static int cmd_serve(int argc, char **argv)
         goto out;
     }
     {
-        at_server_options so = {cfg.listen_host, cfg.listen_port, cfg.http_max_connections};
+        /* Workers wait on the network (dynamodb) or on the sqlite writer; on sqlite they
+         * stay well under the store's 64 connections, so that the reads on the polling
+         * threads never wait for one. */
+        at_server_options so = {cfg.listen_host, cfg.listen_port, cfg.http_max_connections,
+                                cfg.http_request_timeout, cfg.http_idle_timeout,
+                                strcmp(cfg.storage, "dynamodb") == 0 ? 64 : 32};
         rc = at_server_run(app, &so, err, sizeof err);
     }
     if (rc) fprintf(stderr, "actionstools: %s\n", err);

@@ -26,4 +26,20 @@ void at_app_free(at_app *app);
  * Never fails: every problem becomes an HTTP status. */
 void at_app_handle(at_app *app, const at_request *req, at_response *resp /* OUT */);
 
+/* Answers a request the server refuses before it is routed (ambiguous framing, a
+ * request that did not arrive in time, a full work queue, the connection limit):
+ * status with {"message": message}, X-Request-Id (the caller's when it sent one), the
+ * CORS headers, Retry-After: 1 on a 503, and the request's log line. req may have no
+ * headers, and NULL for method or path when they never arrived. resp as in
+ * at_app_handle. Never fails. */
+void at_app_refuse(at_app *app, const at_request *req, int status, const char *message,
+                   at_response *resp /* OUT */);
+
+/* Returns 1 when handling a request with this method may wait (on the network, or on
+ * the store's writer) and must run off the server's polling threads: every request on
+ * the dynamodb backend but a CORS preflight, and writes on sqlite (a writer waits for
+ * its commit). Returns 0 for reads on sqlite and for OPTIONS, which run inline
+ * (docs/http-server.md). */
+int at_app_may_block(const at_app *app, const char *method);
+
 #endif

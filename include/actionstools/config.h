@@ -31,7 +31,9 @@ typedef struct at_config {
     char *secrets_id;
     long counters_ttl_seconds;
     at_log_level log_level;
-    int http_max_connections; /* HTTP_MAX_CONNECTIONS: open connections `serve` accepts */
+    int http_max_connections; /* HTTP_MAX_CONNECTIONS: open connections `serve` holds */
+    int http_request_timeout; /* HTTP_REQUEST_TIMEOUT: seconds for a request to arrive whole */
+    int http_idle_timeout;    /* HTTP_IDLE_TIMEOUT: seconds a keep-alive connection may idle */
 } at_config;
 
 /* Reads every setting from the environment into cfg (caller's memory), applying the

@@ -40,6 +40,29 @@ typedef enum {
 struct at_resource;
 struct at_list_def;
 
+/* A query parameter of a route the engine does not serve, for the API document. */
+typedef struct at_doc_param {
+    const char *name;
+    const char *schema; /* JSON text of its OpenAPI schema; NULL: a string */
+    const char *doc;
+} at_doc_param;
+
+/* What the API document says of a route the engine does not serve (AT_RK_OTHER); an
+ * engine route needs none, its kind and resource say it all (src/api/openapi.c). */
+typedef struct at_route_doc {
+    const char *tag;         /* the group it is listed under ("service") */
+    int status;              /* the status of a success (0: 200) */
+    const char *media_types; /* of a success, comma-separated (NULL: application/json) */
+    const char *schema;      /* JSON text: the OpenAPI schema of a success; NULL: none */
+    const char *answer;      /* one line: what a success answers */
+    const char *body;        /* AT_R_BODY: JSON text of the body's schema; NULL: the
+                                resource's create fields */
+    const at_doc_param *query; /* its query parameters, ended by {NULL}; or NULL */
+    const char *errors;      /* the statuses of its own refusals, space-separated ("404
+                                409"), beyond those its flags imply; or NULL */
+    int store;               /* 1: it uses the store (429, 503 when that fails) */
+} at_route_doc;
+
 /* One row of the route table (src/api/routes.c). */
 typedef struct at_route {
     const char *method;  /* "GET", "POST", "PUT", "PATCH", "DELETE" */
@@ -50,6 +73,9 @@ typedef struct at_route {
     const struct at_resource *resource; /* the resource served (model.h), or NULL */
     at_route_kind kind;
     const struct at_list_def *list; /* AT_RK_LIST: its plans, ended by one with doc NULL */
+    const at_route_doc *doc; /* AT_RK_OTHER: what the API document says of it; an
+                                engine route may name in .query the query parameters
+                                its hooks read (the inbox's include_hidden) */
 } at_route;
 
 /* The route table, ended by a row with method NULL. */
@@ -68,15 +94,33 @@ extern const at_route_param at_route_params[];
 
 /* Checks the route table at start-up: every resource and list it serves against the
  * table schema (index and attribute names, key types), and each route against what
- * its kind needs (src/api/check.c). Returns 0, or AT_EINVAL with a message for the
- * operator in err. */
+ * its kind needs and what the API document needs (a summary; for a route of its own,
+ * an at_route_doc); no method and pattern twice (src/api/check.c). Returns 0, or
+ * AT_EINVAL with a message for the operator in err. */
 int at_api_check_routes(const at_route *routes, char *err, size_t errlen);
+
+/* What the documentation routes serve (src/api/docs.c): the API document, made once
+ * from the route table, and the Swagger UI page and its files. */
+typedef struct at_api_docs at_api_docs;
+
+/* Makes the API document of routes (ended by a row with method NULL) for a service at
+ * base_prefix ("" for none), and looks for the Swagger UI files in asset_dir or, when
+ * it is NULL, beside the binary: share/swagger-ui in the build tree, then
+ * ../share/actionstools/swagger-ui when installed under a PREFIX. Files not found are
+ * no error: /docs then says so. Returns 0 and *out (free with at_api_docs_free), or
+ * AT_EINVAL (a route the document cannot describe) / AT_ENOMEM with a message in err. */
+int at_api_docs_new(const at_route *routes, const char *base_prefix, const char *asset_dir,
+                    at_api_docs **out /* OUT */, char *err, size_t errlen);
+
+/* Frees what at_api_docs_new made. Accepts NULL. */
+void at_api_docs_free(at_api_docs *d);
 
 /* The settings a handler may read: never a secret (the configuration as a whole stays
  * with the pipeline). */
 typedef struct at_api_settings {
     const char *base_prefix;   /* BASE_PREFIX, "" for none: the start of Location URLs */
     long counters_ttl_seconds; /* COUNTERS_TTL_SECONDS */
+    const at_api_docs *docs;   /* the API document and Swagger UI, or NULL */
 } at_api_settings;
 
 struct at_ctx {
@@ -114,6 +158,10 @@ void at_reply_validation(at_ctx *c, json_t *errors);
 /* Answers status with the JSON text built in b, whose contents the response takes
  * (b is left empty). */
 void at_reply_json_buf(at_ctx *c, int status, at_buf *b);
+
+/* Answers status with the len bytes of body (malloc'd; the response takes it) as
+ * content_type: for answers that are not JSON (the API page and its files). */
+void at_reply_body_take(at_ctx *c, int status, const char *content_type, char *body, size_t len);
 
 /* Answers with no body (204 and the like). */
 void at_reply_empty(at_ctx *c, int status);

@@ -30,7 +30,8 @@ typedef struct at_identity {
 typedef struct at_request {
     at_arena *arena;        /* memory of this request; everything below may live in it */
     const char *method;     /* "GET", "POST"... */
-    const char *path;       /* percent-decoded path, BASE_PREFIX included */
+    const char *path;       /* raw path as sent (percent-encoded, no query), BASE_PREFIX
+                             * included; the router decodes each segment once */
     const at_header *headers;
     size_t nheaders;
     const at_header *query; /* decoded query parameters in order */

@@ -16,6 +16,22 @@
 /* ---- handlers ---- */
 void at_api_health(at_ctx *c);
 void at_api_setup_install(at_ctx *c);
+extern const at_route_doc at_api_health_doc, at_api_setup_install_doc;
+
+/* The documentation routes (docs.c): GET /openapi.json (and /swagger.json), the
+ * Swagger UI page GET /docs and its files GET /docs/{asset}. */
+void at_api_openapi_json(at_ctx *c);
+void at_api_docs_page(at_ctx *c);
+void at_api_docs_asset(at_ctx *c);
+extern const at_route_doc at_api_openapi_doc, at_api_docs_page_doc, at_api_docs_asset_doc;
+
+/* Makes the OpenAPI 3.0 document of routes (ended by a row with method NULL) for a
+ * service at base_prefix ("" for none). Returns 0 and *doc (a new reference), or
+ * AT_EINVAL when a route cannot be described (no summary; a route of its own without
+ * its at_route_doc; a path parameter not in at_route_params; the same method and
+ * pattern twice) or AT_ENOMEM, with what is wrong in err (openapi.c). */
+int at_api_openapi(const at_route *routes, const char *base_prefix, json_t **doc /* OUT */, char *err,
+                   size_t errlen);
 
 /* The engine's handlers: each serves c->route->resource as c->route says (model.h). */
 void at_engine_create(at_ctx *c);
@@ -43,6 +59,8 @@ extern const at_resource at_notifications;
 extern const at_list_def at_notifications_inbox[];
 void at_notifications_unread_count(at_ctx *c);
 void at_notifications_mark_all_read(at_ctx *c);
+extern const at_route_doc at_notifications_inbox_doc, at_notifications_unread_count_doc,
+    at_notifications_mark_all_read_doc;
 
 /* ---- items as answers (item.c) ---- */
 

@@ -1,5 +1,7 @@
 /* The start-up check of the route table: every resource and list against the schema
- * (src/model/check.c), and each engine route against what its kind needs. */
+ * (src/model/check.c), each engine route against what its kind needs, and every row
+ * against what the API document needs (a summary; a route of its own says what it
+ * answers). */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +46,16 @@ static int check_route(const at_route *rt, char *err, size_t n)
                  rt->pattern, missing);
         return AT_EINVAL;
     }
+    /* What the API document needs of every row. */
+    if (!rt->summary || !*rt->summary) {
+        snprintf(err, n, "route %s %s has no summary (the API document's line for it)", rt->method, rt->pattern);
+        return AT_EINVAL;
+    }
+    if (rt->kind == AT_RK_OTHER && (!rt->doc || !rt->doc->answer)) {
+        snprintf(err, n, "route %s %s: a route of its own needs an at_route_doc saying what it answers",
+                 rt->method, rt->pattern);
+        return AT_EINVAL;
+    }
     if (!r && rt->kind == AT_RK_OTHER) return 0;
     if (!r)
         snprintf(err, n, "route %s %s: an engine route without a resource", rt->method, rt->pattern);
@@ -74,7 +86,13 @@ int at_api_check_routes(const at_route *routes, char *err, size_t n)
     int rc;
     for (const at_route *rt = routes; rt->method; rt++) {
         int seen = 0;
-        for (const at_route *before = routes; before < rt && !seen; before++) seen = before->resource == rt->resource;
+        for (const at_route *before = routes; before < rt; before++) {
+            seen |= before->resource == rt->resource;
+            if (strcmp(before->method, rt->method) == 0 && strcmp(before->pattern, rt->pattern) == 0) {
+                snprintf(err, n, "route %s %s is in the table twice", rt->method, rt->pattern);
+                return AT_EINVAL;
+            }
+        }
         if (rt->resource && !seen && (rc = at_model_check_resource(rt->resource, err, n))) return rc;
         if ((rc = check_route(rt, err, n))) return rc;
     }

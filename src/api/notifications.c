@@ -150,6 +150,37 @@ static void reply_count(at_ctx *c, const char *name, size_t n, int more)
     else at_reply_json(c, 200, b);
 }
 
+static const at_doc_param inbox_params[] = {
+    {"include_hidden", "{\"type\": \"boolean\", \"default\": false}",
+     "true: the hidden notifications too (they are left out otherwise)"},
+    {NULL},
+};
+
+const at_route_doc at_notifications_inbox_doc = {
+    .answer = "a page of your notifications",
+    .query = inbox_params,
+};
+
+const at_route_doc at_notifications_unread_count_doc = {
+    .answer = "how many of your notifications are unread, hidden ones left out; past 999 it answers 999 "
+              "and \"more\": true",
+    .schema = "{\"type\": \"object\", \"required\": [\"unread\"], \"properties\": {"
+              "\"unread\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 999}, "
+              "\"more\": {\"type\": \"boolean\", \"description\": \"there are more unread than unread says "
+              "(present only then)\"}}}",
+    .store = 1,
+};
+
+const at_route_doc at_notifications_mark_all_read_doc = {
+    .answer = "marks up to 100 of your unread notifications read (hidden ones too) and answers how many it "
+              "changed; \"more\": true when unread ones are left: call again",
+    .schema = "{\"type\": \"object\", \"required\": [\"updated\"], \"properties\": {"
+              "\"updated\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 100}, "
+              "\"more\": {\"type\": \"boolean\", \"description\": \"unread notifications are left (present "
+              "only then)\"}}}",
+    .store = 1,
+};
+
 /* GET /notifications/unread-count: a count in the is_read index (DynamoDB's Select
  * COUNT: no item comes back), hidden ones left out, up to UNREAD_CAP. */
 void at_notifications_unread_count(at_ctx *c)

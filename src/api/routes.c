@@ -2,11 +2,16 @@
  * (src/http/app.c) checks method, identity, body size and type, and the admin role
  * before a handler runs. When two patterns fit one path, the one with more literal
  * segments wins (/tasks/counters before /tasks/{uuid}). Routes of a resource name its
- * descriptor and what they do to it; the engine (engine.c) serves them, and the API
- * document is made from these rows. */
+ * descriptor and what they do to it; the engine (engine.c) serves them. A route of its
+ * own (OWN) names what it answers in an at_route_doc. The API document is made from
+ * these rows (openapi.c), and a test holds it to them. */
 #include "api.h"
 #include "actionstools/banned.h"
 
+/* A route of its own: its handler, and what the API document says of it (handler.h). */
+#define OWN(method, path, handler, flags, summary, doc) {method, path, handler, flags, summary, NULL, AT_RK_OTHER, NULL, doc}
+/* A route of its own that serves a resource (listed with it in the API document). */
+#define OWN_OF(method, path, handler, flags, summary, res, doc) {method, path, handler, flags, summary, res, AT_RK_OTHER, NULL, doc}
 #define CREATE(path, res, summary) {"POST", path, at_engine_create, AT_R_BODY, summary, res, AT_RK_CREATE, NULL}
 #define LIST(path, res, plans, summary) {"GET", path, at_engine_list, 0, summary, res, AT_RK_LIST, plans}
 #define GET(path, res, summary) {"GET", path, at_engine_get, 0, summary, res, AT_RK_GET, NULL}
@@ -17,8 +22,8 @@
 #define BY_UUID(path, res, summary) {"GET", path, at_engine_get_by_uuid, 0, summary, res, AT_RK_GET_BY_UUID, NULL}
 
 const at_route at_routes[] = {
-    {"GET", "/health", at_api_health, AT_R_PUBLIC, "service status", NULL, AT_RK_OTHER, NULL},
-    {"GET", "/setup-install", at_api_setup_install, AT_R_ADMIN, "create missing tables", NULL, AT_RK_OTHER, NULL},
+    OWN("GET", "/health", at_api_health, AT_R_PUBLIC, "service status", &at_api_health_doc),
+    OWN("GET", "/setup-install", at_api_setup_install, AT_R_ADMIN, "create missing tables", &at_api_setup_install_doc),
 
     CREATE("/targets/{target_uuid}/notes", &at_notes, "create a note"),
     LIST("/targets/{target_uuid}/notes", &at_notes, at_notes_by_target, "list a record's notes"),
@@ -51,13 +56,20 @@ const at_route at_routes[] = {
     PUT("/settings/{config_key}", &at_settings, AT_R_ADMIN, "create or replace a setting (CRM_ADMIN)"),
     DELETE("/settings/{config_key}", &at_settings, "delete a setting (CRM_ADMIN)"),
 
-    LIST("/notifications", &at_notifications, at_notifications_inbox, "your notifications"),
-    {"GET", "/notifications/unread-count", at_notifications_unread_count, 0, "how many of your notifications are unread",
-     &at_notifications, AT_RK_OTHER, NULL},
-    {"POST", "/notifications/mark-all-read", at_notifications_mark_all_read, 0, "mark your notifications read",
-     &at_notifications, AT_RK_OTHER, NULL},
+    /* The inbox's hook reads ?include_hidden=; its doc names it for the API document. */
+    {"GET", "/notifications", at_engine_list, 0, "your notifications", &at_notifications, AT_RK_LIST,
+     at_notifications_inbox, &at_notifications_inbox_doc},
+    OWN_OF("GET", "/notifications/unread-count", at_notifications_unread_count, 0,
+           "how many of your notifications are unread", &at_notifications, &at_notifications_unread_count_doc),
+    OWN_OF("POST", "/notifications/mark-all-read", at_notifications_mark_all_read, 0, "mark your notifications read",
+           &at_notifications, &at_notifications_mark_all_read_doc),
     GET("/notifications/{uuid}", &at_notifications, "read one of your notifications"),
     PATCH("/notifications/{uuid}", &at_notifications, "mark one of your notifications read or hidden"),
+
+    OWN("GET", "/openapi.json", at_api_openapi_json, AT_R_PUBLIC, "the API document", &at_api_openapi_doc),
+    OWN("GET", "/swagger.json", at_api_openapi_json, AT_R_PUBLIC, "the API document (another name)", &at_api_openapi_doc),
+    OWN("GET", "/docs", at_api_docs_page, AT_R_PUBLIC, "the API page", &at_api_docs_page_doc),
+    OWN("GET", "/docs/{asset}", at_api_docs_asset, AT_R_PUBLIC, "a file of the API page", &at_api_docs_asset_doc),
 
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
@@ -67,5 +79,6 @@ const at_route_param at_route_params[] = {
     {"user_uuid", "user", "a user's uuid (the sub claim of their token)"},
     {"uuid", NULL, "the item's uuid"},
     {"config_key", NULL, "a setting's key: 1 to 128 of A-Z a-z 0-9 _ . : -"},
+    {"asset", "file", "a file name of the Swagger UI page (swagger-ui-bundle.js...)"},
     {NULL, NULL, NULL},
 };

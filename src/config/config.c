@@ -157,7 +157,7 @@ int at_config_load(at_config *cfg, char *err, size_t n)
 {
     int rc;
     const char *v;
-    long ttl, conns;
+    long ttl, conns, req_timeout, idle_timeout;
 
     memset(cfg, 0, sizeof *cfg);
     cfg->env_name = env_dup("ENV_NAME", "local");
@@ -241,9 +241,15 @@ int at_config_load(at_config *cfg, char *err, size_t n)
     rc = parse_long("COUNTERS_TTL_SECONDS", "345600", 1, 315360000, &ttl, err, n);
     if (rc) goto out;
     cfg->counters_ttl_seconds = ttl;
-    rc = parse_long("HTTP_MAX_CONNECTIONS", "1024", 1, 65536, &conns, err, n);
+    rc = parse_long("HTTP_MAX_CONNECTIONS", "10000", 1, 1000000, &conns, err, n);
     if (rc) goto out;
     cfg->http_max_connections = (int)conns;
+    rc = parse_long("HTTP_REQUEST_TIMEOUT", "30", 1, 3600, &req_timeout, err, n);
+    if (rc) goto out;
+    cfg->http_request_timeout = (int)req_timeout;
+    rc = parse_long("HTTP_IDLE_TIMEOUT", "60", 1, 86400, &idle_timeout, err, n);
+    if (rc) goto out;
+    cfg->http_idle_timeout = (int)idle_timeout;
     v = getenv("LOG_LEVEL");
     if (v && *v) {
         if (at_log_parse_level(v, &cfg->log_level)) {

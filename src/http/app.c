@@ -26,6 +26,7 @@ struct at_app {
     at_router *router;
     at_jwt_verifier *jwt;
     at_cursor_key cursor_key;
+    at_api_docs *docs; /* the API document and Swagger UI */
 };
 
 /* The key that signs list cursors (docs/auth.md): from CURSOR_SECRET, else derived from
@@ -59,6 +60,9 @@ int at_app_new(const at_config *cfg, at_store *store, at_app **out, char *err, s
     }
     rc = at_api_check_routes(at_routes, err, errlen);
     if (rc) goto out;
+    rc = at_api_docs_new(at_routes, cfg->base_prefix, NULL, &app->docs, err, errlen);
+    if (rc) goto out;
+    app->settings.docs = app->docs;
     if (cfg->jwt_secret || cfg->jwt_public_key_file) {
         at_jwt_config jc = {cfg->jwt_secret, cfg->jwt_public_key_file, NULL, cfg->jwt_issuer,
                             cfg->jwt_audience};
@@ -83,6 +87,7 @@ void at_app_free(at_app *app)
     if (!app) return;
     at_router_free(app->router);
     at_jwt_verifier_free(app->jwt);
+    at_api_docs_free(app->docs);
     free(app);
 }
 
@@ -151,7 +156,34 @@ static void preflight(at_ctx *c, const char *allow)
     at_set_header(c, "Access-Control-Max-Age", AT_CORS_MAX_AGE);
 }
 
-static void dispatch(at_app *app, at_ctx *c, at_identity *id)
+/* Returns s when it can go into JSON as it is (valid UTF-8 without control
+ * characters); otherwise an arena copy in which every other byte is percent-encoded
+ * (a raw path may hold any byte a client sent). NULL stays NULL. */
+static const char *shown(at_arena *a, const char *s)
+{
+    json_t *probe;
+    at_buf b;
+    const char *out;
+    int clean = 1;
+    if (!s) return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p && clean; p++)
+        if (*p < 32 || *p == 127) clean = 0;
+    if (clean && (probe = json_string(s)) != NULL) {
+        json_decref(probe);
+        return s;
+    }
+    at_buf_init(&b, 3 * strlen(s) + 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 32 || *p >= 127) at_buf_printf(&b, "%%%02X", *p);
+        else at_buf_addc(&b, (char)*p);
+    }
+    out = at_arena_strdup(a, at_buf_str(&b));
+    at_buf_release(&b);
+    return out ? out : "-";
+}
+
+static void dispatch(at_app *app, at_ctx *c, at_identity *id, const char *method_shown,
+                     const char *shown_path)
 {
     const at_request *req = c->req;
     const char *path = strip_prefix(app->cfg->base_prefix, req->path);
@@ -161,7 +193,7 @@ static void dispatch(at_app *app, at_ctx *c, at_identity *id)
 
     at_buf_init(&allow, 256);
     if (!path) {
-        at_reply_error(c, 404, "no such route: %s %s", req->method, req->path);
+        at_reply_error(c, 404, "no such route: %s %s", method_shown, shown_path);
         goto out;
     }
     if (at_router_match(app->router, req->method, path, c->arena, &m, &allow)) {
@@ -170,7 +202,7 @@ static void dispatch(at_app *app, at_ctx *c, at_identity *id)
     }
     if (strcmp(req->method, "OPTIONS") == 0) {
         if (!m.path_known) {
-            at_reply_error(c, 404, "no such route: %s", req->path);
+            at_reply_error(c, 404, "no such route: %s", shown_path);
             goto out;
         }
         at_buf_adds(&allow, ", OPTIONS");
@@ -181,10 +213,10 @@ static void dispatch(at_app *app, at_ctx *c, at_identity *id)
         if (m.path_known) {
             at_buf_adds(&allow, ", OPTIONS");
             at_set_header(c, "Allow", at_buf_str(&allow));
-            at_reply_error(c, 405, "method %s is not allowed on %s; allowed: %s", req->method,
-                           req->path, at_buf_str(&allow));
+            at_reply_error(c, 405, "method %s is not allowed on %s; allowed: %s", method_shown,
+                           shown_path, at_buf_str(&allow));
         } else {
-            at_reply_error(c, 404, "no such route: %s %s", req->method, req->path);
+            at_reply_error(c, 404, "no such route: %s %s", method_shown, shown_path);
         }
         goto out;
     }
@@ -215,6 +247,13 @@ static void dispatch(at_app *app, at_ctx *c, at_identity *id)
         }
         parse_body(c);
     }
+    if (m.invalid_param) {
+        /* SPEC §4: a decoded id with a NUL or invalid UTF-8 names no item. */
+        at_reply_error(c, 404, "no such item: {%s} in the path is not a valid id (it decodes "
+                               "to a NUL byte, invalid UTF-8 or a malformed %%-escape)",
+                       m.invalid_param);
+        goto out;
+    }
     if ((m.route->flags & AT_R_ADMIN) && !id->is_admin) {
         at_reply_error(c, 403, "only users with the CRM_ADMIN role may do this");
         goto out;
@@ -225,16 +264,49 @@ out:
     at_buf_release(&allow);
 }
 
-static void log_request(const at_request *req, const at_response *resp, int64_t t0)
+/* One JSON log line per request (SPEC §4); method and path as shown(). */
+static void log_request(const char *method, const char *path, const at_response *resp, int64_t t0)
 {
     json_t *f;
     double ms = (double)(at_monotonic_us() - t0) / 1000.0;
     if (!at_log_enabled(AT_LOG_INFO)) return;
     f = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s?}", "request_id", resp->request_id, "method",
-                  req->method, "path", req->path, "status", resp->status, "duration_ms", ms,
-                  "user", resp->user);
+                  method, "path", path, "status", resp->status, "duration_ms", ms, "user",
+                  resp->user);
     at_log_json(AT_LOG_INFO, "request", f);
     json_decref(f);
+}
+
+/* The steps every answer shares, before and after its body is made. */
+static void begin(at_app *app, const at_request *req, at_response *resp, at_ctx *c, at_identity *id)
+{
+    memset(resp, 0, sizeof *resp);
+    memset(c, 0, sizeof *c);
+    memset(id, 0, sizeof *id);
+    c->settings = &app->settings;
+    c->store = app->store;
+    c->cursor_key = &app->cursor_key;
+    c->req = req;
+    c->resp = resp;
+    c->arena = req->arena;
+    resp->request_id = request_id(req, c->arena);
+}
+
+static void finish(at_app *app, at_ctx *c, const char *method, const char *path, int64_t t0)
+{
+    at_response *resp = c->resp;
+    const char *origin;
+    if (!resp->request_id) resp->request_id = "-";
+    at_set_header(c, "X-Request-Id", resp->request_id);
+    origin = at_cors_allow_origin(app->cfg, at_request_header(c->req, "Origin"));
+    if (origin) {
+        at_set_header(c, "Access-Control-Allow-Origin", origin);
+        if (!app->cfg->cors_any) at_set_header(c, "Vary", "Origin");
+        at_set_header(c, "Access-Control-Expose-Headers", AT_CORS_EXPOSE_HEADERS);
+    }
+    json_decref(c->body);
+    c->body = NULL;
+    log_request(method, path, resp, t0);
 }
 
 void at_app_handle(at_app *app, const at_request *req, at_response *resp)
@@ -242,29 +314,35 @@ void at_app_handle(at_app *app, const at_request *req, at_response *resp)
     int64_t t0 = at_monotonic_us();
     at_identity id;
     at_ctx c;
-    const char *origin;
+    const char *method, *path;
 
-    memset(resp, 0, sizeof *resp);
-    memset(&c, 0, sizeof c);
-    memset(&id, 0, sizeof id);
-    c.settings = &app->settings;
-    c.store = app->store;
-    c.cursor_key = &app->cursor_key;
-    c.req = req;
-    c.resp = resp;
-    c.arena = req->arena;
-    resp->request_id = request_id(req, c.arena);
+    begin(app, req, resp, &c, &id);
+    method = shown(c.arena, req->method);
+    path = shown(c.arena, req->path);
+    dispatch(app, &c, &id, method, path);
+    finish(app, &c, method, path, t0);
+}
 
-    dispatch(app, &c, &id);
+void at_app_refuse(at_app *app, const at_request *req, int status, const char *message,
+                   at_response *resp)
+{
+    int64_t t0 = at_monotonic_us();
+    at_identity id;
+    at_ctx c;
+    const char *method, *path;
 
-    if (!resp->request_id) resp->request_id = "-";
-    at_set_header(&c, "X-Request-Id", resp->request_id);
-    origin = at_cors_allow_origin(app->cfg, at_request_header(req, "Origin"));
-    if (origin) {
-        at_set_header(&c, "Access-Control-Allow-Origin", origin);
-        if (!app->cfg->cors_any) at_set_header(&c, "Vary", "Origin");
-        at_set_header(&c, "Access-Control-Expose-Headers", AT_CORS_EXPOSE_HEADERS);
-    }
-    json_decref(c.body);
-    log_request(req, resp, t0);
+    begin(app, req, resp, &c, &id);
+    method = req->method ? shown(c.arena, req->method) : "-";
+    path = req->path ? shown(c.arena, req->path) : "-";
+    if (status == 503) at_set_header(&c, "Retry-After", "1");
+    at_reply_error(&c, status, "%s", message);
+    finish(app, &c, method, path, t0);
+}
+
+int at_app_may_block(const at_app *app, const char *method)
+{
+    /* A preflight is answered from the route table alone. */
+    if (strcmp(method, "OPTIONS") == 0) return 0;
+    if (strcmp(at_store_backend(app->store), "sqlite") != 0) return 1;
+    return !(strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0);
 }

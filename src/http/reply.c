@@ -78,6 +78,12 @@ void at_reply_json_buf(at_ctx *c, int status, at_buf *b)
     at_set_header(c, "Content-Type", "application/json");
 }
 
+void at_reply_body_take(at_ctx *c, int status, const char *content_type, char *body, size_t len)
+{
+    set_body(c, status, body, len);
+    at_set_header(c, "Content-Type", content_type);
+}
+
 void at_reply_error(at_ctx *c, int status, const char *fmt, ...)
 {
     char msg[1024];

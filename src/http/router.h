@@ -20,11 +20,16 @@ typedef struct at_match {
     const at_route *route; /* the route for this method and path, or NULL */
     int path_known;        /* some route has this path (with another method: 405) */
     const char *names[AT_MAX_PARAMS];
-    const char *values[AT_MAX_PARAMS]; /* in the arena */
+    const char *values[AT_MAX_PARAMS]; /* percent-decoded once, in the arena */
     size_t nparams;
+    /* The first parameter whose segment names nothing (a malformed escape, or a NUL or
+     * invalid UTF-8 once decoded; its value is ""), or NULL. Such a request is 404. */
+    const char *invalid_param;
 } at_match;
 
-/* Matches method and path (BASE_PREFIX already removed). HEAD matches GET routes.
+/* Matches method and path: the raw path as sent (percent-encoded, without the query),
+ * BASE_PREFIX already removed. It is split on '/' before each segment is decoded, so
+ * "%2F" stays inside its segment. HEAD matches GET routes.
  * When allow is not NULL, it receives the comma-separated methods the path accepts
  * ("GET, PATCH, DELETE"). Returns 0, or AT_ENOMEM. */
 int at_router_match(const at_router *r, const char *method, const char *path, at_arena *a,

@@ -249,6 +249,7 @@ export class Server {
 //   args         extra arguments after `serve`
 //   preArgs      arguments before the command (e.g. ['--config', file])
 //   command      the command (default 'serve'; null: none, the default command)
+//   binary       the binary to start (default: BIN): another build, or a copy placed elsewhere
 export async function startServer(opts = {}) {
   const ownsStorage = !opts.storage;
   const storage = opts.storage || new Storage();
@@ -274,7 +275,7 @@ export async function startServer(opts = {}) {
   srv.env = env;
   const command = opts.command === undefined ? ['serve'] : (opts.command ? [opts.command] : []);
   const args = [...(opts.preArgs || []), ...command, ...(opts.args || [])];
-  const proc = spawn(BIN, args, { env, cwd: storage.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(opts.binary || BIN, args, { env, cwd: storage.dir, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(proc);
   srv.proc = proc;
   srv.pid = proc.pid;

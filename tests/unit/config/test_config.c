@@ -18,8 +18,9 @@ static const char *const vars[] = {
     "ENV_NAME", "BASE_PREFIX", "LISTEN", "STORAGE", "SQLITE_PATH", "AWS_REGION", "AWS_DEFAULT_REGION",
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "DYNAMODB_ENDPOINT", "TABLE_NOTES", "TABLE_BOGUS",
     "AUTH_JWT_SECRET", "AUTH_JWT_PUBLIC_KEY_FILE", "CORS_ALLOW_ORIGINS", "SMTP_URL", "SMTP_FROM",
-    "COUNTERS_TTL_SECONDS", "LOG_LEVEL", "HTTP_MAX_CONNECTIONS", "SLACK_WEBHOOK_URL", "AT_TEST_FROM_FILE",
-    "CURSOR_SECRET", NULL,
+    "COUNTERS_TTL_SECONDS", "LOG_LEVEL", "HTTP_MAX_CONNECTIONS", "HTTP_REQUEST_TIMEOUT", "HTTP_IDLE_TIMEOUT",
+    "SLACK_WEBHOOK_URL", "AT_TEST_FROM_FILE", "CURSOR_SECRET",
+    NULL,
 };
 
 static int clear_env(void **state)
@@ -47,6 +48,9 @@ static void test_defaults(void **state)
     assert_true(c.cors_any);
     assert_int_equal(c.counters_ttl_seconds, 345600);
     assert_int_equal(c.log_level, AT_LOG_INFO);
+    assert_int_equal(c.http_max_connections, 10000);
+    assert_int_equal(c.http_request_timeout, 30);
+    assert_int_equal(c.http_idle_timeout, 60);
     assert_int_not_equal(at_config_require_auth(&c, err, sizeof err), 0);
     assert_non_null(strstr(err, "AUTH_JWT_SECRET"));
     at_config_release(&c);
@@ -79,6 +83,10 @@ static void test_errors_name_the_variable(void **state)
         {"COUNTERS_TTL_SECONDS", "-5", "COUNTERS_TTL_SECONDS"},
         {"COUNTERS_TTL_SECONDS", "12abc", "COUNTERS_TTL_SECONDS"},
         {"HTTP_MAX_CONNECTIONS", "0", "HTTP_MAX_CONNECTIONS"},
+        {"HTTP_MAX_CONNECTIONS", "many", "HTTP_MAX_CONNECTIONS"},
+        {"HTTP_REQUEST_TIMEOUT", "0", "HTTP_REQUEST_TIMEOUT"},
+        {"HTTP_REQUEST_TIMEOUT", "30s", "HTTP_REQUEST_TIMEOUT"},
+        {"HTTP_IDLE_TIMEOUT", "-1", "HTTP_IDLE_TIMEOUT"},
         {"CORS_ALLOW_ORIGINS", "example.com", "CORS_ALLOW_ORIGINS"},
         {"BASE_PREFIX", "actionstools", "BASE_PREFIX"},
         {"DYNAMODB_ENDPOINT", "localhost:8000", "DYNAMODB_ENDPOINT"},
