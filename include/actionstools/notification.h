@@ -33,7 +33,8 @@ typedef struct at_notification {
  * then receives the stored notification, a new reference the caller releases. Returns
  * AT_EINVAL with what is wrong in why (a missing or malformed field), or the store's
  * error code. */
-int at_notification_create(at_store *s, const at_notification *n, json_t **item /* OUT, may be NULL */,
-                           int *created /* OUT */, char *why, size_t whylen);
+int at_notification_create(at_store *s, const at_notification *n,
+                           json_t **item /* OUT, may be NULL */, int *created /* OUT */, char *why,
+                           size_t whylen);
 
 #endif

@@ -25,8 +25,8 @@
 
 static void inbox(at_ctx *c, const at_resource *r, const at_list_def *l);
 
-static const char *const kinds[] = {"task_assigned", "task_status_changed", "comment_added", "mentioned",
-                                    "task_reminder", NULL};
+static const char *const kinds[] = {"task_assigned", "task_status_changed", "comment_added",
+                                    "mentioned",     "task_reminder",       NULL};
 
 static const at_field fields[] = {
     {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the recipient's user uuid"},
@@ -39,7 +39,8 @@ static const at_field fields[] = {
     {"actor_name", AT_F_STRING, AT_FF_SERVICE, .doc = "their name"},
     {"data", AT_F_JSON, AT_FF_SERVICE, .doc = "anything else: any JSON value"},
     {"is_read", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "read by the recipient"},
-    {"is_hidden", AT_F_FLAG, AT_FF_PATCH, .def = "false", .doc = "hidden from the inbox (?include_hidden=true shows it)"},
+    {"is_hidden", AT_F_FLAG, AT_FF_PATCH, .def = "false",
+     .doc = "hidden from the inbox (?include_hidden=true shows it)"},
     {NULL},
 };
 
@@ -61,8 +62,12 @@ const at_resource at_notifications = {
 static const at_list_filter by_read[] = {{"is_read", "is_read", AT_OP_EQ}, {NULL}};
 
 const at_list_def at_notifications_inbox[] = {
-    {.index = "target_uuid-created_at-index", .pk = {AT_SRC_USER, NULL}, .forward = 0, .filters = by_read,
-     .index2 = UNREAD_INDEX, .run = inbox,
+    {.index = "target_uuid-created_at-index",
+     .pk = {AT_SRC_USER, NULL},
+     .forward = 0,
+     .filters = by_read,
+     .index2 = UNREAD_INDEX,
+     .run = inbox,
      .doc = "your notifications, newest first; ?is_read=true|false; hidden ones only with "
             "?include_hidden=true"},
     {NULL},
@@ -88,7 +93,8 @@ static void inbox(at_ctx *c, const at_resource *r, const at_list_def *l)
         return;
     }
     if (!at_api_list_query_init(c, r, l, &lq)) return;
-    if (!hidden || strcmp(hidden, "true") != 0) rc = at_api_list_query_filter(&lq, "is_hidden", AT_OP_NE, flag(1));
+    if (!hidden || strcmp(hidden, "true") != 0)
+        rc = at_api_list_query_filter(&lq, "is_hidden", AT_OP_NE, flag(1));
     if (!rc && hidden) rc = at_api_list_query_scope(c, &lq, "include_hidden", hidden);
     if (!rc && !(zero = flag(0))) rc = AT_ENOMEM;
     if (rc) {
@@ -146,8 +152,10 @@ static void reply_count(at_ctx *c, const char *name, size_t n, int more)
 {
     json_t *b = json_pack("{s:I}", name, (json_int_t)n);
     if (b && more) json_object_set_new(b, "more", json_true());
-    if (!b) at_reply_error(c, 500, "out of memory");
-    else at_reply_json(c, 200, b);
+    if (!b)
+        at_reply_error(c, 500, "out of memory");
+    else
+        at_reply_json(c, 200, b);
 }
 
 static const at_doc_param inbox_params[] = {
@@ -162,21 +170,25 @@ const at_route_doc at_notifications_inbox_doc = {
 };
 
 const at_route_doc at_notifications_unread_count_doc = {
-    .answer = "how many of your notifications are unread, hidden ones left out; past 999 it answers 999 "
-              "and \"more\": true",
+    .answer =
+        "how many of your notifications are unread, hidden ones left out; past 999 it answers 999 "
+        "and \"more\": true",
     .schema = "{\"type\": \"object\", \"required\": [\"unread\"], \"properties\": {"
               "\"unread\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 999}, "
-              "\"more\": {\"type\": \"boolean\", \"description\": \"there are more unread than unread says "
+              "\"more\": {\"type\": \"boolean\", \"description\": \"there are more unread than "
+              "unread says "
               "(present only then)\"}}}",
     .store = 1,
 };
 
 const at_route_doc at_notifications_mark_all_read_doc = {
-    .answer = "marks up to 100 of your unread notifications read (hidden ones too) and answers how many it "
+    .answer = "marks up to 100 of your unread notifications read (hidden ones too) and answers how "
+              "many it "
               "changed; \"more\": true when unread ones are left: call again",
     .schema = "{\"type\": \"object\", \"required\": [\"updated\"], \"properties\": {"
               "\"updated\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 100}, "
-              "\"more\": {\"type\": \"boolean\", \"description\": \"unread notifications are left (present "
+              "\"more\": {\"type\": \"boolean\", \"description\": \"unread notifications are left "
+              "(present "
               "only then)\"}}}",
     .store = 1,
 };
@@ -204,7 +216,8 @@ void at_notifications_unread_count(at_ctx *c)
     if (rc)
         at_reply_store_error(c, rc, "count unread notifications");
     else
-        reply_count(c, "unread", total > UNREAD_CAP ? UNREAD_CAP : total, total > UNREAD_CAP || start != NULL);
+        reply_count(c, "unread", total > UNREAD_CAP ? UNREAD_CAP : total,
+                    total > UNREAD_CAP || start != NULL);
     json_decref(start);
     unread_release(&u);
 }
@@ -215,9 +228,11 @@ void at_notifications_unread_count(at_ctx *c)
 static int mark_read(at_ctx *c, const unread_query *u, const json_t *item)
 {
     char now[AT_TIMESTAMP_LEN + 1];
-    json_t *key = at_schema_item_key(at_schema_table(AT_TABLE_NOTIFICATIONS), NULL, item), *max = at_av_n_int(INT64_MAX);
+    json_t *key = at_schema_item_key(at_schema_table(AT_TABLE_NOTIFICATIONS), NULL, item),
+           *max = at_av_n_int(INT64_MAX);
     json_t *set = json_object();
-    at_clause cl[3] = {{"is_read", AT_OP_EQ, u->zero, NULL}, {"instance_id", AT_OP_EQ, u->inst, NULL},
+    at_clause cl[3] = {{"is_read", AT_OP_EQ, u->zero, NULL},
+                       {"instance_id", AT_OP_EQ, u->inst, NULL},
                        {"version", AT_OP_NE, max, NULL}};
     at_cond cond = {cl, 3};
     at_update up = {.set = set, .add_attr = "version", .add_value = 1};
@@ -248,8 +263,10 @@ void at_notifications_mark_all_read(at_ctx *c)
     n = json_array_size(page.items);
     for (size_t i = 0; !rc && i < n && i < MARK_BATCH; i++) {
         int r = mark_read(c, &u, json_array_get(page.items, i));
-        if (r < 0) rc = r;
-        else changed += (size_t)r;
+        if (r < 0)
+            rc = r;
+        else
+            changed += (size_t)r;
     }
     if (rc)
         at_reply_store_error(c, rc, "mark notifications read");

@@ -36,21 +36,26 @@ static int set_s(json_t *item, const char *attr, const char *v)
 
 /* Builds the item of n with uuid into *out. Returns 0, AT_EINVAL (data is not storable:
  * why says how) or AT_ENOMEM. */
-static int notification_item(const at_notification *n, const char *uuid, json_t **out, char *why, size_t whylen)
+static int notification_item(const at_notification *n, const char *uuid, json_t **out, char *why,
+                             size_t whylen)
 {
     char now[AT_TIMESTAMP_LEN + 1];
     json_t *item, *data = NULL;
     int rc;
     *out = NULL;
-    if (n->data && !(data = at_av_from_json_why(n->data, why, whylen))) return why[0] ? AT_EINVAL : AT_ENOMEM;
+    if (n->data && !(data = at_av_from_json_why(n->data, why, whylen)))
+        return why[0] ? AT_EINVAL : AT_ENOMEM;
     at_timestamp_format(at_now_us(), now);
     item = json_object();
     rc = !item || set_s(item, "target_uuid", n->recipient) || set_s(item, "uuid", uuid) ||
-         set_s(item, "instance_id", n->instance_id) || set_s(item, "kind", n->kind) || set_s(item, "title", n->title) ||
-         set_s(item, "body", n->body) || set_s(item, "subject_type", n->subject_type) ||
+         set_s(item, "instance_id", n->instance_id) || set_s(item, "kind", n->kind) ||
+         set_s(item, "title", n->title) || set_s(item, "body", n->body) ||
+         set_s(item, "subject_type", n->subject_type) ||
          set_s(item, "subject_uuid", n->subject_uuid) || set_s(item, "actor_uuid", n->actor_uuid) ||
-         set_s(item, "actor_name", n->actor_name) || (data && json_object_set(item, "data", data)) ||
-         json_object_set_new(item, "is_read", flag(0)) || json_object_set_new(item, "is_hidden", flag(0)) ||
+         set_s(item, "actor_name", n->actor_name) ||
+         (data && json_object_set(item, "data", data)) ||
+         json_object_set_new(item, "is_read", flag(0)) ||
+         json_object_set_new(item, "is_hidden", flag(0)) ||
          json_object_set_new(item, "version", at_av_n_int(1)) || set_s(item, "created_at", now) ||
          set_s(item, "updated_at", now);
     json_decref(data);
@@ -62,8 +67,8 @@ static int notification_item(const at_notification *n, const char *uuid, json_t 
     return 0;
 }
 
-int at_notification_create(at_store *s, const at_notification *n, json_t **item, int *created, char *why,
-                           size_t whylen)
+int at_notification_create(at_store *s, const at_notification *n, json_t **item, int *created,
+                           char *why, size_t whylen)
 {
     at_clause nx = {"uuid", AT_OP_NOT_EXISTS, NULL, NULL};
     at_cond cond = {&nx, 1};
@@ -78,17 +83,20 @@ int at_notification_create(at_store *s, const at_notification *n, json_t **item,
     why[0] = '\0';
     for (; *k && (!n->kind || strcmp(*k, n->kind) != 0); k++) {
     }
-    if (!key_ok(n->instance_id) || !key_ok(n->recipient) || !n->id || !*n->id || strlen(n->id) > 1024 || !*k) {
-        snprintf(why, whylen, "%s", !key_ok(n->instance_id) ? "instance_id: 1 to 256 bytes, no control characters"
-                                    : !key_ok(n->recipient) ? "recipient: 1 to 256 bytes, no control characters"
-                                    : !*k                   ? "kind: not one of the notification kinds"
-                                                            : "id: 1 to 1024 bytes");
+    if (!key_ok(n->instance_id) || !key_ok(n->recipient) || !n->id || !*n->id ||
+        strlen(n->id) > 1024 || !*k) {
+        snprintf(why, whylen, "%s",
+                 !key_ok(n->instance_id) ? "instance_id: 1 to 256 bytes, no control characters"
+                 : !key_ok(n->recipient) ? "recipient: 1 to 256 bytes, no control characters"
+                 : !*k                   ? "kind: not one of the notification kinds"
+                                         : "id: 1 to 1024 bytes");
         return AT_EINVAL;
     }
     /* The uuid names (tenant, recipient, id): NUL-separated, as none of them holds one. */
     at_buf_init(&name, 4096);
-    rc = at_buf_adds(&name, n->instance_id) || at_buf_addc(&name, '\0') || at_buf_adds(&name, n->recipient) ||
-                 at_buf_addc(&name, '\0') || at_buf_adds(&name, n->id)
+    rc = at_buf_adds(&name, n->instance_id) || at_buf_addc(&name, '\0') ||
+                 at_buf_adds(&name, n->recipient) || at_buf_addc(&name, '\0') ||
+                 at_buf_adds(&name, n->id)
              ? AT_ENOMEM
              : at_uuid_from_name(NOTIFY_NS, name.ptr, name.len, uuid);
     at_buf_release(&name);
@@ -104,7 +112,8 @@ int at_notification_create(at_store *s, const at_notification *n, json_t **item,
         rc = key ? at_store_get(s, AT_TABLE_NOTIFICATIONS, key, &it) : AT_ENOMEM;
         json_decref(key);
     }
-    if (rc == AT_EINVAL && !why[0]) snprintf(why, whylen, "the store refused the item (over 400 KB?)");
+    if (rc == AT_EINVAL && !why[0])
+        snprintf(why, whylen, "the store refused the item (over 400 KB?)");
     if (!rc && item) *item = json_incref(it);
     json_decref(it);
     return rc;

@@ -12,18 +12,20 @@ static int key_ok(const char *k)
     size_t n = k ? strlen(k) : 0;
     if (n < 1 || n > 128) return 0;
     for (size_t i = 0; i < n; i++)
-        if (!((k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') ||
-              strchr("_.:-", k[i])))
+        if (!((k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') ||
+              (k[i] >= '0' && k[i] <= '9') || strchr("_.:-", k[i])))
             return 0;
     return 1;
 }
 
 /* A new setting's key has the syntax of SPEC §5. Settings stored before under other
  * keys can still be read, replaced and deleted. */
-static void check_key(at_ctx *c, const at_resource *r, const json_t *old, json_t *item, json_t *errors)
+static void check_key(at_ctx *c, const at_resource *r, const json_t *old, json_t *item,
+                      json_t *errors)
 {
     if (!old && !key_ok(at_param(c, "config_key")))
-        json_object_set_new(errors, "config_key", json_string("must be 1 to 128 characters of A-Z a-z 0-9 _ . : -"));
+        json_object_set_new(errors, "config_key",
+                            json_string("must be 1 to 128 characters of A-Z a-z 0-9 _ . : -"));
 }
 
 static const at_field fields[] = {
@@ -53,11 +55,19 @@ const at_resource at_settings = {
 static const at_list_filter of_type[] = {{"config_type", "config_type", AT_OP_EQ}, {NULL}};
 
 const at_list_def at_settings_lists[] = {
-    {.when = "category", .index = "category-created_at-index", .pk = {AT_SRC_QUERY, "category"}, .forward = 1,
-     .filters = of_type, .doc = "?category=: the tenant's settings of that category, oldest first (and "
-                                "?config_type=, of that type too)"},
-    {.when = "config_type", .index = "instance_id-config_type-index", .pk = {AT_SRC_TENANT, NULL},
-     .sk_param = "config_type", .sk_op = AT_OP_EQ, .forward = 1,
+    {.when = "category",
+     .index = "category-created_at-index",
+     .pk = {AT_SRC_QUERY, "category"},
+     .forward = 1,
+     .filters = of_type,
+     .doc = "?category=: the tenant's settings of that category, oldest first (and "
+            "?config_type=, of that type too)"},
+    {.when = "config_type",
+     .index = "instance_id-config_type-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     .sk_param = "config_type",
+     .sk_op = AT_OP_EQ,
+     .forward = 1,
      .doc = "?config_type=: the tenant's settings of that type"},
     {.pk = {AT_SRC_TENANT, NULL}, .forward = 1, .doc = "the tenant's settings, by key"},
     {NULL},

@@ -31,7 +31,8 @@ static int setup(void **state)
     snprintf(dir, sizeof dir, "/tmp/at-notify-XXXXXX");
     if (!mkdtemp(dir)) return -1;
     snprintf(path, sizeof path, "%s/t.db", dir);
-    for (int i = 0; i < AT_TABLE_COUNT; i++) names[i] = at_schema_table((at_table_id)i)->env_name;
+    for (int i = 0; i < AT_TABLE_COUNT; i++)
+        names[i] = at_schema_table((at_table_id)i)->env_name;
     if (at_store_open_sqlite(path, names, &store, err, sizeof err)) return -1;
     return at_store_setup(store, NULL, NULL);
 }
@@ -41,7 +42,8 @@ static int teardown(void **state)
     char path[128];
     (void)state;
     at_store_free(store);
-    for (const char *const *f = (const char *const[]){"t.db", "t.db-wal", "t.db-shm", NULL}; *f; f++) {
+    for (const char *const *f = (const char *const[]){"t.db", "t.db-wal", "t.db-shm", NULL}; *f;
+         f++) {
         snprintf(path, sizeof path, "%s/%s", dir, *f);
         unlink(path);
     }
@@ -83,7 +85,8 @@ static int64_t n_of(const json_t *item, const char *attr)
 static void test_the_item(void **state)
 {
     at_notification n = sample("seq-1:task_assigned");
-    json_t *data = json_pack("{s:[i,s,n], s:b}", "l", 1, "x", "f", 1), *item = NULL, *stored = NULL, *key, *want;
+    json_t *data = json_pack("{s:[i,s,n], s:b}", "l", 1, "x", "f", 1), *item = NULL, *stored = NULL,
+           *key, *want;
     int created = -1;
     char why[128];
     int64_t us;
@@ -112,7 +115,8 @@ static void test_the_item(void **state)
     json_decref(want);
     assert_int_equal(json_object_size(item), 16);
     /* what the store holds */
-    key = json_pack("{s:{s:s}, s:{s:s}}", "target_uuid", "S", n.recipient, "uuid", "S", s(item, "uuid"));
+    key = json_pack("{s:{s:s}, s:{s:s}}", "target_uuid", "S", n.recipient, "uuid", "S",
+                    s(item, "uuid"));
     assert_int_equal(at_store_get(store, AT_TABLE_NOTIFICATIONS, key, &stored), 0);
     assert_true(json_equal(stored, item));
     json_decref(stored);
@@ -155,7 +159,8 @@ static void test_once_per_id(void **state)
     json_decref(other);
     n.instance_id = "tenant-a";
     n.id = "seq-3:mentioned";
-    assert_int_equal(at_notification_create(store, &n, NULL, &created, why, sizeof why), 0); /* item NULL: fine */
+    assert_int_equal(at_notification_create(store, &n, NULL, &created, why, sizeof why),
+                     0); /* item NULL: fine */
     assert_int_equal(created, 1);
     json_decref(first);
     json_decref(again);
@@ -185,8 +190,10 @@ static void test_concurrent(void **state)
     racer r[8];
     int made = 0;
     (void)state;
-    for (int i = 0; i < 8; i++) pthread_create(&r[i].t, NULL, race, &r[i]);
-    for (int i = 0; i < 8; i++) pthread_join(r[i].t, NULL);
+    for (int i = 0; i < 8; i++)
+        pthread_create(&r[i].t, NULL, race, &r[i]);
+    for (int i = 0; i < 8; i++)
+        pthread_join(r[i].t, NULL);
     for (int i = 0; i < 8; i++) {
         assert_int_equal(r[i].rc, 0);
         made += r[i].created;
@@ -200,7 +207,8 @@ static void expect_refused(at_notification n, const char *part)
     int created = -1;
     char why[128];
     json_t *item = (json_t *)1;
-    assert_int_equal(at_notification_create(store, &n, &item, &created, why, sizeof why), AT_EINVAL);
+    assert_int_equal(at_notification_create(store, &n, &item, &created, why, sizeof why),
+                     AT_EINVAL);
     assert_null(item);
     assert_int_equal(created, 0);
     if (!strstr(why, part)) fail_msg("\"%s\" does not say \"%s\"", why, part);
