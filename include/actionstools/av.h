@@ -38,6 +38,16 @@ json_t *at_av_to_json(const json_t *av);
  * AV (b then holds part of the text), or at_buf's AT_ENOMEM / AT_ETOOBIG. */
 int at_av_write_json(at_buf *b, const json_t *av);
 
+/* Writes into out the JSON text of the DynamoDB number text s, as at_av_write_json
+ * writes it: integral values that fit 64 bits as integers, others in the shortest text
+ * that reads back as the same double. Returns 0, or AT_EINVAL when s is not a number
+ * or lies beyond a double's range. */
+int at_av_number_json(const char *s, char out[64]);
+
+/* Returns 1 and sets *out when the DynamoDB number text s is an integer that fits 64
+ * bits ("2.0" and "1e3" too), else 0 (at_item_n_int's rule). */
+int at_av_number_int64(const char *s, int64_t *out /* OUT */);
+
 /* Appends the n bytes at s (UTF-8, may hold NUL) as a JSON string literal. Returns 0
  * or at_buf's errors. */
 int at_json_write_string(at_buf *b, const char *s, size_t n);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "actionstools/aws.h"
+#include "actionstools/buf.h"
 #include "actionstools/schema.h"
 
 /* ---- conditions and filters ---------------------------------------------------- */
@@ -69,14 +70,16 @@ typedef struct at_update {
 
 enum {
     AT_Q_LIVE = 1u << 0, /* skip items that have a deleted_at attribute (soft-deleted) */
+    AT_Q_RAW = 1u << 1,  /* the page holds its items packed (packed.h), not as AV maps:
+                            read them with at_page_raw; page.items is NULL */
     /* Count the matching items instead of returning them, as DynamoDB's Select COUNT:
-     * page.items stays empty and page.count says how many matched. Counting stops once
-     * at least limit were counted (a backend that counts whole answers, as DynamoDB,
-     * may count past limit) or at the end of the range; last_key is NULL only when the
-     * count reached the end. The filter may not name the key attributes of the table
-     * or index queried (DynamoDB evaluates a count's filter itself, and refuses those
-     * there): AT_EINVAL. */
-    AT_Q_COUNT = 1u << 1
+     * the page holds no item and page.count says how many matched.
+     * Counting stops once at least limit were counted (a backend that counts whole
+     * answers, as DynamoDB, may count past limit), at the end of the range, or at the
+     * page's work bound; last_key is NULL only when the count reached the end. The
+     * filter may not name the key attributes of the table or index queried (DynamoDB
+     * evaluates a count's filter itself, and refuses those there): AT_EINVAL. */
+    AT_Q_COUNT = 1u << 2
 };
 
 /* A Query on a table or one of its indexes. Items whose TTL attribute is in the past
@@ -105,19 +108,42 @@ typedef struct at_query {
 
 /* The result of a query or scan. */
 typedef struct at_page {
-    json_t *items;    /* array of items (AV maps), owned; never NULL after success.
-                         For an INCLUDE-projection index, items hold only the keys and
-                         the included attributes. */
+    json_t *items;    /* array of items (AV maps), owned; never NULL after success
+                         (NULL with AT_Q_RAW). For an INCLUDE-projection index, items
+                         hold only the keys and the included attributes. */
     json_t *last_key; /* when limit items were returned, the key of the last one (table
                          keys plus index keys); when the work bound stopped the page
                          early, the key of the last item read (which may be filtered out
                          of items). Pass it as start_key for what follows. NULL when the
                          query reached its end. Owned. */
-    size_t count;     /* AT_Q_COUNT: how many items matched */
+    /* AT_Q_RAW: the items packed back to back; item i ends at raw_end[i]. Owned. */
+    size_t nraw;
+    at_buf raw;
+    size_t *raw_end;
+    size_t raw_cap;
+    size_t count; /* AT_Q_COUNT: how many items matched */
 } at_page;
+
+/* The most bytes of packed items one raw page may hold. */
+#define AT_PAGE_RAW_MAX (64u << 20)
 
 /* Frees the contents of a page; the page may then be reused. Accepts a zeroed page. */
 void at_page_release(at_page *p);
+
+/* Returns the number of items of a page, raw or not. */
+size_t at_page_count(const at_page *p);
+
+/* Returns packed item i of a raw page (borrowed from the page) and its length in *len,
+ * or NULL when i is out of range. */
+const unsigned char *at_page_raw(const at_page *p, size_t i, size_t *len /* OUT */);
+
+/* For backends: appends the packed item data (n bytes, copied) to a raw page. Returns
+ * 0, AT_ENOMEM or AT_ETOOBIG (past AT_PAGE_RAW_MAX). */
+int at_page_add_raw(at_page *p, const void *data, size_t n);
+
+/* For backends: appends item (an AV map) to a raw page, packed. Returns 0, AT_EINVAL
+ * (not a well-formed item) or at_page_add_raw's errors. */
+int at_page_add_item_raw(at_page *p, const json_t *item);
 
 /* ---- the backend method table --------------------------------------------------- */
 

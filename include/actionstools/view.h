@@ -30,4 +30,10 @@ typedef struct at_view_spec {
  * Returns 0 or at_buf's errors (AT_ENOMEM, AT_ETOOBIG). */
 int at_view_write(at_buf *b, const json_t *item, const at_view_spec *spec);
 
+/* Appends to b what at_view_write writes for the same item, byte for byte, reading the
+ * packed item at p (n bytes, packed.h) without building JSON objects. Returns 0,
+ * AT_EINVAL when the packed bytes are malformed (b then holds part of the answer), or
+ * at_buf's errors. */
+int at_view_write_raw(at_buf *b, const void *p, size_t n, const at_view_spec *spec);
+
 #endif

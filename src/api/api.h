@@ -176,8 +176,9 @@ typedef struct at_pager {
     json_t *cursor;      /* the decoded ?cursor= payload, or NULL on the first page */
     at_buf out;          /* {"items":[ ... */
     size_t n;            /* items written */
-    json_t *last;        /* the last item written, and where it came from */
-    int last_phase;
+    json_t *last;        /* the last item written (an AV map), or NULL when it was packed */
+    at_buf last_raw;     /* the last item written when it came packed (AT_Q_RAW pages) */
+    int last_phase;      /* where the last item came from */
     const char *last_index;
     json_t *next;        /* the next cursor's payload, or NULL */
     int done;            /* no more items go into this page */

@@ -9,6 +9,8 @@
 #include "api.h"
 #include "actionstools/cursor.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
+#include "actionstools/view.h"
 #include "actionstools/banned.h"
 
 #define DEFAULT_LIMIT 25
@@ -159,6 +161,7 @@ int at_pager_begin(at_pager *p, at_ctx *c, const at_resource *r, const char *sco
     p->scope = scope;
     p->limit = DEFAULT_LIMIT;
     at_buf_init(&p->out, AT_API_MAX_ANSWER);
+    at_buf_init(&p->last_raw, AT_PAGE_RAW_MAX);
     if (limit) {
         char *end;
         long v;
@@ -254,7 +257,11 @@ static void stop_after_last(at_pager *p, int next_phase)
         p->next = json_pack("{s:i}", "p", next_phase);
         return;
     }
-    key = at_schema_item_key(t, p->last_index ? at_schema_index(t, p->last_index) : NULL, p->last);
+    if (p->last)
+        key = at_schema_item_key(t, p->last_index ? at_schema_index(t, p->last_index) : NULL, p->last);
+    else
+        key = at_packed_item_key(t, p->last_index ? at_schema_index(t, p->last_index) : NULL,
+                                 p->last_raw.ptr, p->last_raw.len);
     p->next = key ? json_pack("{s:i, s:o}", "p", p->last_phase, "k", key) : NULL;
     if (!p->next) {
         at_reply_error(p->c, 500, "cannot make the next cursor");
@@ -262,7 +269,10 @@ static void stop_after_last(at_pager *p, int next_phase)
     }
 }
 
-int at_pager_add(at_pager *p, int phase, const at_query *q, const json_t *item)
+/* Writes one item into the page, from its AV map (item) or packed (raw, n bytes), and
+ * remembers it as the last one. Returns 1, or 0 when the page is done. */
+static int pager_add(at_pager *p, int phase, const at_query *q, const json_t *item,
+                     const unsigned char *raw, size_t n)
 {
     int rc;
     if (p->done) return 0;
@@ -271,19 +281,27 @@ int at_pager_add(at_pager *p, int phase, const at_query *q, const json_t *item)
         return 0;
     }
     rc = p->n ? at_buf_addc(&p->out, ',') : 0;
-    if (!rc) rc = at_api_write_view(&p->out, p->r, item);
+    if (!rc) rc = item ? at_api_write_view(&p->out, p->r, item) : at_view_write_raw(&p->out, raw, n, &p->r->view);
+    json_decref(p->last);
+    p->last = NULL;
+    at_buf_reset(&p->last_raw);
+    if (!rc && item) p->last = json_incref((json_t *)item);
+    if (!rc && !item) rc = at_buf_add(&p->last_raw, raw, n);
     if (rc) {
         at_reply_error(p->c, 500, "cannot build the page (%s)", at_strerror(rc));
         p->failed = p->done = 1;
         return 0;
     }
     p->n++;
-    json_decref(p->last);
-    p->last = json_incref((json_t *)item);
     p->last_phase = phase;
     p->last_index = q->index;
     if (p->out.len >= AT_API_LIST_ANSWER_CAP) stop_after_last(p, phase);
     return 1;
+}
+
+int at_pager_add(at_pager *p, int phase, const at_query *q, const json_t *item)
+{
+    return pager_add(p, phase, q, item, NULL, 0);
 }
 
 void at_pager_stop(at_pager *p, int phase, const json_t *last_key)
@@ -300,26 +318,29 @@ void at_pager_stop(at_pager *p, int phase, const json_t *last_key)
 void at_pager_query(at_pager *p, int phase, at_query *q)
 {
     at_page page = {0};
-    size_t i;
-    json_t *it;
+    size_t i, n;
     int rc;
     if (p->done) return;
     q->start_key = at_pager_start_key(p, phase, q);
     if (p->failed) return;
     q->limit = p->limit - p->n + 1; /* one more tells whether another page follows */
+    /* Items come packed and are written straight into the answer: no tree of JSON
+     * objects per stored item (docs/storage.md, "Packed items"). */
+    q->flags |= AT_Q_RAW;
     rc = at_store_query(p->c->store, q, &page);
+    q->flags &= ~(unsigned)AT_Q_RAW;
     if (rc) {
         at_reply_store_error(p->c, rc, "list items");
         p->failed = p->done = 1;
         return;
     }
-    json_array_foreach(page.items, i, it)
-    {
-        if (!at_pager_add(p, phase, q, it)) break;
+    for (i = 0; i < at_page_count(&page); i++) {
+        const unsigned char *raw = at_page_raw(&page, i, &n);
+        if (!pager_add(p, phase, q, NULL, raw, n)) break;
     }
     /* Fewer items than asked and a key to go on from: the store stopped at its work
      * bound (SPEC §4: a short page with a next_cursor is normal). */
-    if (!p->done && page.last_key && json_array_size(page.items) < q->limit)
+    if (!p->done && page.last_key && at_page_count(&page) < q->limit)
         at_pager_stop(p, phase, page.last_key);
     at_page_release(&page);
 }
@@ -344,6 +365,7 @@ void at_pager_finish(at_pager *p)
     at_buf_release(&p->out);
     json_decref(p->cursor);
     json_decref(p->last);
+    at_buf_release(&p->last_raw);
     json_decref(p->next);
     memset(p, 0, sizeof *p);
 }

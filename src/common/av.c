@@ -272,18 +272,32 @@ static int number_text(const char *s, char out[64])
     return 0;
 }
 
+int at_av_number_json(const char *s, char out[64])
+{
+    return number_text(s, out) ? AT_EINVAL : 0;
+}
+
+/* Bytes a JSON string literal cannot hold as they are: control characters, '"', '\\'. */
+static const unsigned char must_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, ['"'] = 1, ['\\'] = 1,
+};
+
 int at_json_write_string(at_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t run = 0;
+    size_t run = 0, i = 0;
     int rc = at_buf_addc(b, '"');
-    for (size_t i = 0; !rc && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+    while (!rc) {
+        char esc[6];
         size_t elen = 2;
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        unsigned char c;
+        while (i < n && !must_escape[(unsigned char)s[i]]) i++;
+        if (i == n) break;
+        c = (unsigned char)s[i];
         rc = at_buf_add(b, s + run, i - run);
-        run = i + 1;
+        run = ++i;
+        esc[0] = '\\';
         switch (c) {
         case '"': esc[1] = '"'; break;
         case '\\': esc[1] = '\\'; break;
@@ -545,7 +559,11 @@ const char *at_item_s(const json_t *item, const char *attr)
 int at_item_n_int(const json_t *item, const char *attr, int64_t *out)
 {
     const char *s = json_string_value(json_object_get(json_object_get(item, attr), "N"));
-    if (!s) return 0;
+    return s ? at_av_number_int64(s, out) : 0;
+}
+
+int at_av_number_int64(const char *s, int64_t *out)
+{
     if (parse_int64(s, out)) return 1;
     {
         json_t *j = number_to_json(s);

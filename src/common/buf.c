@@ -35,6 +35,12 @@ int at_buf_add(at_buf *b, const void *p, size_t n)
 {
     int rc;
     if (n > b->max - b->len) return AT_ETOOBIG;
+    if (b->len + n < b->cap) { /* room already: the common case, no call */
+        if (n) memcpy(b->ptr + b->len, p, n);
+        b->len += n;
+        b->ptr[b->len] = '\0';
+        return 0;
+    }
     rc = grow(b, b->len + n);
     if (rc) return rc;
     if (n) memcpy(b->ptr + b->len, p, n);
@@ -50,6 +56,11 @@ int at_buf_adds(at_buf *b, const char *s)
 
 int at_buf_addc(at_buf *b, char c)
 {
+    if (b->len + 1 < b->cap && b->len < b->max) {
+        b->ptr[b->len++] = c;
+        b->ptr[b->len] = '\0';
+        return 0;
+    }
     return at_buf_add(b, &c, 1);
 }
 

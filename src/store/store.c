@@ -6,6 +6,7 @@
 #include "actionstools/store.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/banned.h"
 
 void at_page_release(at_page *p)
@@ -13,8 +14,61 @@ void at_page_release(at_page *p)
     if (!p) return;
     json_decref(p->items);
     json_decref(p->last_key);
-    p->items = NULL;
-    p->last_key = NULL;
+    at_buf_release(&p->raw);
+    free(p->raw_end);
+    memset(p, 0, sizeof *p);
+}
+
+size_t at_page_count(const at_page *p)
+{
+    return p->items ? json_array_size(p->items) : p->nraw;
+}
+
+const unsigned char *at_page_raw(const at_page *p, size_t i, size_t *len)
+{
+    size_t from;
+    if (i >= p->nraw) return NULL;
+    from = i ? p->raw_end[i - 1] : 0;
+    *len = p->raw_end[i] - from;
+    return (const unsigned char *)p->raw.ptr + from;
+}
+
+/* Makes room for one more item end, and readies the buffer. */
+static int raw_room(at_page *p)
+{
+    if (p->nraw == p->raw_cap) {
+        size_t cap = p->raw_cap ? 2 * p->raw_cap : 32;
+        size_t *ends = realloc(p->raw_end, cap * sizeof *ends);
+        if (!ends) return AT_ENOMEM;
+        p->raw_end = ends;
+        p->raw_cap = cap;
+    }
+    if (!p->raw.max) at_buf_init(&p->raw, AT_PAGE_RAW_MAX);
+    return 0;
+}
+
+int at_page_add_raw(at_page *p, const void *data, size_t n)
+{
+    int rc = raw_room(p);
+    if (!rc) rc = at_buf_add(&p->raw, data, n);
+    if (!rc) p->raw_end[p->nraw++] = p->raw.len;
+    return rc;
+}
+
+int at_page_add_item_raw(at_page *p, const json_t *item)
+{
+    size_t mark;
+    int rc = raw_room(p);
+    if (rc) return rc;
+    mark = p->raw.len;
+    rc = at_packed_encode(&p->raw, item);
+    if (rc) {
+        p->raw.len = mark;
+        if (p->raw.ptr) p->raw.ptr[mark] = '\0';
+        return rc;
+    }
+    p->raw_end[p->nraw++] = p->raw.len;
+    return 0;
 }
 
 int at_store_init_names(at_store *s, const char *const names[AT_TABLE_COUNT])
@@ -107,9 +161,7 @@ static int count_filters_key(const at_query *q)
 
 int at_store_query(at_store *s, const at_query *q, at_page *out)
 {
-    out->items = NULL;
-    out->last_key = NULL;
-    out->count = 0;
+    memset(out, 0, sizeof *out);
     if (!q || !valid_table(q->table) || !q->pk || q->limit < 1) return AT_EINVAL;
     if (q->index && !at_schema_index(at_schema_table(q->table), q->index)) return AT_EINVAL;
     if ((q->flags & AT_Q_COUNT) && count_filters_key(q)) return AT_EINVAL;
@@ -118,9 +170,7 @@ int at_store_query(at_store *s, const at_query *q, at_page *out)
 
 int at_store_scan(at_store *s, at_table_id t, const json_t *start_key, size_t limit, at_page *out)
 {
-    out->items = NULL;
-    out->last_key = NULL;
-    out->count = 0;
+    memset(out, 0, sizeof *out);
     if (!valid_table(t) || limit < 1) return AT_EINVAL;
     return s->ops->scan(s, t, start_key, limit, out);
 }

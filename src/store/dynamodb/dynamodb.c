@@ -503,7 +503,22 @@ typedef struct pager {
     const at_cond *filter;  /* re-checked in C (key-attribute clauses are only here) */
     int live;               /* skip soft-deleted items */
     int64_t now;
+    size_t max_read;        /* work bound: bytes of items read (0: none, for Scan) */
+    int consistent;         /* the request reads consistently (a capacity unit is 4 KB) */
 } pager;
+
+/* Returns about how many bytes of items a Query/Scan answer read, matching or not:
+ * its ConsumedCapacity (a read unit is 4 KB read consistently, 8 KB otherwise, summed
+ * over the items read and rounded up), or 4 KB per item scanned when the server does
+ * not say. */
+static size_t bytes_read(const pager *p, const json_t *resp)
+{
+    const json_t *cu = json_object_get(json_object_get(resp, "ConsumedCapacity"), "CapacityUnits");
+    double units = json_number_value(cu);
+    if (json_is_number(cu) && units >= 0 && units < 1e12)
+        return (size_t)(units * (p->consistent ? 4096.0 : 8192.0));
+    return (size_t)json_integer_value(json_object_get(resp, "ScannedCount")) * 4096u;
+}
 
 static int keep(const pager *p, const json_t *item)
 {
@@ -517,7 +532,7 @@ static int run_pages(const pager *p, json_t *req, const json_t *start_key, size_
 {
     json_t *items = json_array(), *resp = NULL, *last = NULL;
     size_t ask = limit < MAX_QUERY_LIMIT ? limit : MAX_QUERY_LIMIT;
-    size_t scanned = 0, matched = 0;
+    size_t scanned = 0, matched = 0, read = 0;
     int rc = 0;
 
     if (!items) return AT_ENOMEM;
@@ -561,6 +576,13 @@ static int run_pages(const pager *p, json_t *req, const json_t *start_key, size_
         }
         lek = json_object_get(resp, "LastEvaluatedKey");
         if (!json_is_object(lek) || json_object_size(lek) == 0) break; /* the end */
+        read += bytes_read(p, resp);
+        if (p->max_read && read >= p->max_read) {
+            /* The work bound: a short page, going on after the last item read (every
+             * item matched before it is in this page). */
+            if (!(out->last_key = json_deep_copy(lek))) rc = AT_ENOMEM;
+            break;
+        }
         if (json_object_set(req, "ExclusiveStartKey", lek)) {
             rc = AT_ENOMEM;
             goto out;
@@ -583,10 +605,12 @@ out:
 
 /* A count (AT_Q_COUNT): Select COUNT answers carry how many items passed the filter
  * (evaluated by DynamoDB: no key attribute is in it, store.c checked) and no items.
- * Whole answers are added up until limit is reached or the range ends. */
-static int count_pages(at_store *s, json_t *req, const json_t *start_key, size_t limit, at_page *out)
+ * Whole answers are added up until limit is reached, the range ends, or the answers
+ * read the page's work bound. */
+static int count_pages(const pager *p, json_t *req, const json_t *start_key, size_t limit, at_page *out)
 {
     json_t *resp = NULL, *lek = NULL;
+    size_t read = 0;
     int rc = 0;
 
     if (json_object_set_new(req, "Select", json_string("COUNT")) ||
@@ -594,7 +618,7 @@ static int count_pages(at_store *s, json_t *req, const json_t *start_key, size_t
         return AT_ENOMEM;
     for (;;) {
         json_t *n;
-        rc = call(s, AT_DDB_QUERY, req, &resp);
+        rc = call(p->s, AT_DDB_QUERY, req, &resp);
         if (rc) break;
         n = json_object_get(resp, "Count");
         if (!json_is_integer(n) || json_integer_value(n) < 0) {
@@ -604,7 +628,8 @@ static int count_pages(at_store *s, json_t *req, const json_t *start_key, size_t
         out->count += (size_t)json_integer_value(n);
         lek = json_object_get(resp, "LastEvaluatedKey");
         if (!json_is_object(lek) || json_object_size(lek) == 0) break; /* the end */
-        if (out->count >= limit) {
+        read += bytes_read(p, resp);
+        if (out->count >= limit || (p->max_read && read >= p->max_read)) {
             out->last_key = json_incref(lek);
             break;
         }
@@ -617,6 +642,22 @@ static int count_pages(at_store *s, json_t *req, const json_t *start_key, size_t
     }
     json_decref(resp);
     return rc;
+}
+
+/* Turns a page of AV maps into a raw page (AT_Q_RAW): the same items, packed. */
+static int to_raw(at_page *out)
+{
+    json_t *items = out->items, *it;
+    size_t i;
+    int rc = 0;
+    out->items = NULL;
+    json_array_foreach(items, i, it)
+    {
+        rc = at_page_add_item_raw(out, it);
+        if (rc) break;
+    }
+    json_decref(items);
+    return rc == AT_EINVAL ? AT_EIO : rc; /* an item DynamoDB sent that is not well-formed */
 }
 
 /* Adds the filters every read applies: live items only (AT_Q_LIVE) and TTL. */
@@ -673,7 +714,15 @@ static int ddb_query(at_store *s, const at_query *q, at_page *out)
         goto out;
     }
 
-    p = (pager){s, AT_DDB_QUERY, td, ix, &q->filter, !!(q->flags & AT_Q_LIVE), now_seconds()};
+    p = (pager){s,
+                AT_DDB_QUERY,
+                td,
+                ix,
+                &q->filter,
+                !!(q->flags & AT_Q_LIVE),
+                now_seconds(),
+                q->max_read_bytes ? q->max_read_bytes : AT_QUERY_MAX_READ,
+                !ix || ix->kind == AT_INDEX_LSI};
 
     /* Key condition: partition key equality, then the sort key condition. */
     rc = add_name(&x, &kb, kpk->name);
@@ -694,17 +743,19 @@ static int ddb_query(at_store *s, const at_query *q, at_page *out)
         json_object_set_new(req, "ScanIndexForward", json_boolean(q->forward)) ||
         (ix && json_object_set_new(req, "IndexName", json_string(ix->name))) ||
         /* A GSI is eventually consistent; DynamoDB refuses ConsistentRead there. */
-        ((!ix || ix->kind == AT_INDEX_LSI) &&
-         json_object_set_new(req, "ConsistentRead", json_true()))) {
+        (p.consistent && json_object_set_new(req, "ConsistentRead", json_true())) ||
+        /* How much each answer read, for the work bound. */
+        json_object_set_new(req, "ReturnConsumedCapacity", json_string("TOTAL"))) {
         rc = AT_ENOMEM;
         goto out;
     }
     rc = expr_finish(&x, req, "FilterExpression", &fb);
     if (!rc && (q->flags & AT_Q_COUNT)) {
         if (!(out->items = json_array())) rc = AT_ENOMEM;
-        if (!rc) rc = count_pages(s, req, q->start_key, q->limit, out);
-    } else if (!rc) {
-        rc = run_pages(&p, req, q->start_key, q->limit, out);
+        if (!rc) rc = count_pages(&p, req, q->start_key, q->limit, out);
+    } else {
+        if (!rc) rc = run_pages(&p, req, q->start_key, q->limit, out);
+        if (!rc && (q->flags & AT_Q_RAW)) rc = to_raw(out);
     }
 out:
     if (rc) at_page_release(out);
@@ -721,7 +772,7 @@ static int ddb_scan(at_store *s, at_table_id t, const json_t *start_key, size_t 
     json_t *req = NULL;
     at_buf fb;
     expr x;
-    pager p = {s, AT_DDB_SCAN, td, NULL, NULL, 0, now_seconds()};
+    pager p = {s, AT_DDB_SCAN, td, NULL, NULL, 0, now_seconds(), 0, 1};
     int rc;
 
     at_buf_init(&fb, MAX_EXPR);

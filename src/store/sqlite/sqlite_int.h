@@ -4,7 +4,7 @@
  * Layout (docs/storage.md): one SQLite table per logical table, with one column per
  * key attribute of the table and of its indexes (no type affinity, so values stay as
  * stored: TEXT for S, INTEGER/REAL for N), an optional "_ttl" column, and "_item", the
- * item's DynamoDB JSON. Secondary indexes are partial SQLite indexes on
+ * packed item (a BLOB; older versions stored its DynamoDB JSON as TEXT). Secondary indexes are partial SQLite indexes on
  * (index pk, index sk, table keys...) WHERE the index keys are NOT NULL. */
 #ifndef AT_STORE_SQLITE_INT_H
 #define AT_STORE_SQLITE_INT_H
@@ -25,7 +25,14 @@
 #define SQ_SQL_MAX (64 * 1024)
 #define SQ_MMAP_BYTES (256 * 1024 * 1024) /* PRAGMA mmap_size per connection (shared pages) */
 #define SQ_STREAM_TABLE "_at_stream"
+#define SQ_DELETED_ATTR "deleted_at" /* soft deletion (AT_Q_LIVE): its presence is "_deleted" */
+#define SQ_SCOPE_ATTR "instance_id"  /* the tenant: lists filter on it (see sq_ix.qscoped) */
 #define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
+#define SQ_GROUP_MAX 256          /* writes committed together at most */
+#define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
+#define SQ_WRITER_CACHE_KB "32768"     /* page cache of the writer's connection (SQLite: 2 MB) */
+#define SQ_WAL_CHECKPOINT_PAGES "8000" /* WAL pages before a commit checkpoints (SQLite: 1000) */
+#define SQ_WAL_KEEP_BYTES "67108864"   /* a checkpointed WAL file is cut back to 64 MB */
 
 /* A value bound to (or read from) a key column. */
 typedef struct sq_val {
@@ -35,6 +42,13 @@ typedef struct sq_val {
     int64_t i;
     double d;
 } sq_val;
+
+/* The column values of one item's row. */
+typedef struct sq_row {
+    sq_val col[SQ_MAX_COLS]; /* key columns (NULL when the item lacks the attribute) */
+    sq_val ttl;              /* "_ttl": the TTL attribute's number, or NULL */
+    sq_val deleted;          /* "_deleted": 1 when the item has deleted_at, else NULL */
+} sq_row;
 
 typedef struct sq_col {
     const char *attr; /* attribute name (the column's name) */
@@ -49,6 +63,11 @@ typedef struct sq_ix {
     int nties;
     int own;      /* 1: has its own SQLite index; 0: served by the primary key */
     char *qindex; /* quoted SQLite index name (own only) */
+    /* Quoted name of this index's tenant-scoped twin, or NULL: a partial index on
+     * (pk, instance_id, sk, ties...) of live items only, which serves a query that
+     * asks for live items and filters on instance_id = value as one seek, whatever
+     * other tenants keep under the same partition key. */
+    char *qscoped;
 } sq_ix;
 
 typedef struct sq_table {
@@ -58,6 +77,7 @@ typedef struct sq_table {
     int ncols;
     int pk, sk;  /* column numbers of the table's keys (sk -1: none) */
     int has_ttl; /* 1: a "_ttl" column holds the TTL attribute's value */
+    int scope;   /* column number of instance_id, or -1 when it is not a key column */
     sq_ix base;  /* the table itself */
     sq_ix ix[SQ_MAX_IX];
     size_t nix;
@@ -78,7 +98,35 @@ typedef struct sq_conn {
     struct sq_conn *next; /* idle list */
 } sq_conn;
 
-typedef struct sq_store {
+typedef struct sq_store sq_store;
+
+/* A write queued for the writer: run(s, c, arg) on the writer's connection, inside the
+ * group's transaction. run returns 0 or an AT_* code; on failure its changes are rolled
+ * back (and only its own). */
+typedef int (*sq_job_fn)(sq_store *s, sq_conn *c, void *arg);
+
+typedef struct sq_job {
+    sq_job_fn run;
+    void *arg;
+    int rc;             /* run's result, or the error that stopped its group */
+    int done;           /* set (under the writer's mutex) once its group is over */
+    int lead;           /* set when this caller is to commit the next group */
+    pthread_cond_t cv;  /* the caller waits here, alone */
+    struct sq_job *next;
+} sq_job;
+
+/* The writer of a store (sqlite_writer.c): a queue of writes and the connection that
+ * runs them, used by one leader at a time. */
+typedef struct sq_writer {
+    pthread_mutex_t mu; /* guards everything below but conn */
+    sq_job *head, *tail;
+    int busy;           /* 1 while some caller leads */
+    sq_conn *conn;      /* the writer's own connection (not pooled), used by the leader */
+    uint64_t commits;   /* groups committed */
+    uint64_t writes;    /* writes in the groups committed (those that failed alone too) */
+} sq_writer;
+
+struct sq_store {
     at_store base; /* first: the common head */
     char *path;
     sq_table tables[AT_TABLE_COUNT];
@@ -86,9 +134,9 @@ typedef struct sq_store {
     pthread_cond_t pool_cv;
     sq_conn *idle;
     int nconn;
-    pthread_mutex_t write_mu; /* one writer at a time in this process (no busy polling) */
+    sq_writer w; /* every write of this process goes through it */
     int busy_ms; /* busy_timeout, applied when a connection is taken (tests lower it) */
-} sq_store;
+};
 
 /* ---- sqlite.c: pool, statements, errors ---- */
 
@@ -111,18 +159,22 @@ int at_sqlite_err(sq_conn *c, int rc, const char *what);
 /* Runs a statement without results (BEGIN, COMMIT, DDL...). 0 or AT_*. */
 int at_sqlite_exec(sq_conn *c, const char *sql);
 
-/* Starts a write transaction (process write lock, then BEGIN IMMEDIATE). */
-int at_sqlite_begin(sq_store *s, sq_conn *c);
-
-/* Ends the write transaction begun by at_sqlite_begin: COMMIT when rc is 0, else
- * ROLLBACK. Returns rc, or the COMMIT's error. */
-int at_sqlite_end(sq_store *s, sq_conn *c, int rc);
-
 /* Binds v to parameter i of st. Returns a SQLite result code. */
 int at_sqlite_bind(sqlite3_stmt *st, int i, const sq_val *v);
 
 /* Returns a new quoted SQL identifier for name (or NULL when out of memory). */
 char *at_sqlite_quote(const char *name);
+
+/* ---- sqlite_writer.c: the writer and its groups ---- */
+
+/* Queues run(s, c, arg) and returns once the group holding it committed (the caller
+ * may lead that group itself). Returns run's result, or the error that stopped the
+ * group's transaction (the write then did not happen). Whatever run stored in arg
+ * belongs to the caller either way. */
+int at_sqlite_write(sq_store *s, sq_job_fn run, void *arg);
+
+/* For tests and benchmarks: groups committed, and writes in them, so far. */
+void at_sqlite_writer_stats(at_store *st, uint64_t *commits /* OUT */, uint64_t *writes /* OUT */);
 
 /* ---- sqlite_item.c: items, keys, writes ---- */
 
@@ -136,8 +188,13 @@ int at_sqlite_key_vals(const sq_table *t, const json_t *key, sq_val vals[2] /* O
 /* Returns 1 when item's TTL attribute (if the table has one) is before now. */
 int at_sqlite_expired(const sq_table *t, const json_t *item, int64_t now);
 
-/* Parses a stored item's JSON text. Returns a new object or NULL. */
-json_t *at_sqlite_load_item(const char *text, size_t len);
+/* Returns a new AV map from a stored item: packed (packed.h), or the JSON text older
+ * versions stored, told apart by the first byte. NULL when malformed. */
+json_t *at_sqlite_load_item(const void *data, size_t len);
+
+/* Packs item (already checked) into b, which it initialises; on success the caller
+ * releases b. Returns 0 or AT_EINVAL / AT_ENOMEM (b then holds nothing). */
+int at_sqlite_pack(const json_t *item, at_buf *b);
 
 /* Returns DynamoDB's size of an item (names and values), as stream records report. */
 size_t at_sqlite_item_size(const json_t *item);
@@ -146,13 +203,13 @@ size_t at_sqlite_item_size(const json_t *item);
 int at_sqlite_item_equal(const json_t *a, const json_t *b);
 
 /* Deletes the stored item (by its key) with its REMOVE stream record, inside the
- * caller's write transaction. */
+ * writer's transaction. */
 int at_sqlite_remove(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now);
 
 /* ---- sqlite_stream.c ---- */
 
 /* Appends the change old -> new (either may be NULL) of table t to the change stream,
- * inside the caller's write transaction. Does nothing for a table without a stream. */
+ * inside the writer's transaction. Does nothing for a table without a stream. */
 int at_sqlite_stream_add(sq_store *s, sq_conn *c, const sq_table *t, const json_t *old,
                          const json_t *new_item, int64_t now);
 
@@ -181,6 +238,9 @@ void at_sqlite_layout_release(sq_table *t);
 /* Appends the WHERE predicate of index x's partial SQLite index ("pk" IS NOT NULL AND
  * "sk" IS NOT NULL). Queries repeat it word for word so the planner may use the index. */
 int at_sqlite_ix_predicate(const sq_table *t, const sq_ix *x, at_buf *b);
+
+/* Appends the WHERE predicate of x's tenant-scoped twin (x->qscoped), likewise. */
+int at_sqlite_scoped_predicate(const sq_table *t, const sq_ix *x, at_buf *b);
 
 /* Writes every stored item of t again (filling key columns added by a migration),
  * inside the caller's transaction. */

@@ -1,5 +1,7 @@
 /* The sqlite backend's single-item operations: get, put, update, delete, batch_put,
- * with key validation, conditions and stream records in one write transaction. */
+ * with key validation, conditions and stream records. Writes run on the writer
+ * (sqlite_writer.c): what can be checked without the stored item is checked first, in
+ * the caller's thread; the rest runs in the writer's transaction. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "store/sqlite/sqlite_int.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
 
@@ -85,10 +88,12 @@ int at_sqlite_key_vals(const sq_table *t, const json_t *key, sq_val vals[2])
     return rc;
 }
 
-/* Extracts every key column of item (and the TTL) after checking the item. */
-static int item_vals(const sq_table *t, const json_t *item, sq_val vals[SQ_MAX_COLS], sq_val *ttl)
+/* Extracts every column value of item's row (key columns, TTL, soft deletion) after
+ * checking the item. */
+static int item_vals(const sq_table *t, const json_t *item, sq_row *row)
 {
     const json_t *tv;
+    sq_val *vals = row->col, *ttl = &row->ttl;
 
     if (at_av_check_item(item, NULL, 0)) return AT_EINVAL;
     if (at_sqlite_item_size(item) > ITEM_MAX_BYTES) return AT_EINVAL;
@@ -104,6 +109,11 @@ static int item_vals(const sq_table *t, const json_t *item, sq_val vals[SQ_MAX_C
     memset(ttl, 0, sizeof *ttl);
     tv = t->def->ttl_attr ? json_object_get(json_object_get(item, t->def->ttl_attr), "N") : NULL;
     if (json_is_string(tv) && number_val(json_string_value(tv), ttl)) memset(ttl, 0, sizeof *ttl);
+    memset(&row->deleted, 0, sizeof row->deleted);
+    if (json_object_get(item, SQ_DELETED_ATTR)) {
+        row->deleted.type = SQLITE_INTEGER;
+        row->deleted.i = 1;
+    }
     return 0;
 }
 
@@ -115,9 +125,11 @@ int at_sqlite_expired(const sq_table *t, const json_t *item, int64_t now)
     return n && strtod(n, NULL) < (double)now;
 }
 
-json_t *at_sqlite_load_item(const char *text, size_t len)
+json_t *at_sqlite_load_item(const void *data, size_t len)
 {
-    json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    json_t *j;
+    if (at_packed_is(data, len)) return at_packed_decode(data, len);
+    j = json_loadb(data, len, JSON_ALLOW_NUL, NULL); /* written by an older version */
     if (j && !json_is_object(j)) {
         json_decref(j);
         j = NULL;
@@ -278,26 +290,30 @@ static int read_live(sq_conn *c, const sq_table *t, const sq_val kv[2], int64_t 
     return rc;
 }
 
-static int write_row(sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                     const sq_val *ttl, const json_t *item)
+int at_sqlite_pack(const json_t *item, at_buf *b)
+{
+    int rc;
+    at_buf_init(b, SQ_PACKED_MAX);
+    rc = at_packed_encode(b, item);
+    if (rc) at_buf_release(b);
+    return rc == AT_ENOMEM ? rc : rc ? AT_EINVAL : 0;
+}
+
+/* Writes the row of an item: its column values and its packed form. */
+static int write_row(sq_conn *c, const sq_table *t, const sq_row *row, const at_buf *packed)
 {
     sqlite3_stmt *st;
-    size_t len;
-    char *text = json_dumps(item, JSON_COMPACT);
     int rc, i;
 
-    if (!text) return AT_ENOMEM;
-    len = strlen(text);
     rc = at_sqlite_prepare(c, t->sql_upsert, &st);
-    if (rc) goto out;
+    if (rc) return rc;
     for (i = 0; i < t->ncols; i++)
-        at_sqlite_bind(st, i + 1, &vals[i]);
-    if (t->has_ttl) at_sqlite_bind(st, ++i, ttl);
-    sqlite3_bind_text(st, i + 1, text, (int)len, SQLITE_STATIC);
-    rc = step_done(c, st, "write");
-out:
-    free(text);
-    return rc;
+        at_sqlite_bind(st, i + 1, &row->col[i]);
+    i++;
+    if (t->has_ttl) at_sqlite_bind(st, i++, &row->ttl);
+    at_sqlite_bind(st, i++, &row->deleted);
+    sqlite3_bind_blob(st, i, packed->ptr, (int)packed->len, SQLITE_STATIC);
+    return step_done(c, st, "write");
 }
 
 static int delete_row(sq_conn *c, const sq_table *t, const sq_val kv[2])
@@ -310,12 +326,12 @@ static int delete_row(sq_conn *c, const sq_table *t, const sq_val kv[2])
     return step_done(c, st, "delete");
 }
 
-/* Writes item (whose key columns are vals) over old, with its stream record. A write
- * that changes nothing records nothing, as DynamoDB Streams does. */
-static int store_item(sq_store *s, sq_conn *c, const sq_table *t, const sq_val vals[SQ_MAX_COLS],
-                      const sq_val *ttl, const json_t *old, const json_t *item, int64_t now)
+/* Writes item (whose key columns are vals, packed form packed) over old, with its
+ * stream record. A write that changes nothing records nothing, as DynamoDB Streams. */
+static int store_item(sq_store *s, sq_conn *c, const sq_table *t, const sq_row *row,
+                      const json_t *old, const json_t *item, const at_buf *packed, int64_t now)
 {
-    int rc = write_row(c, t, vals, ttl, item);
+    int rc = write_row(c, t, row, packed);
     if (!rc && (!old || !at_sqlite_item_equal(old, item)))
         rc = at_sqlite_stream_add(s, c, t, old, item, now);
     return rc;
@@ -355,30 +371,42 @@ int at_sqlite_get(at_store *st, at_table_id tid, const json_t *key, json_t **ite
     return rc;
 }
 
+/* A put, as the writer runs it. */
+typedef struct put_job {
+    const sq_table *t;
+    const json_t *item;
+    const at_cond *cond;
+    sq_row row;
+    at_buf packed;
+    int64_t now;
+} put_job;
+
+static int put_run(sq_store *s, sq_conn *c, void *arg)
+{
+    put_job *j = arg;
+    const sq_table *t = j->t;
+    sq_val kv[2];
+    json_t *old = NULL;
+    int rc;
+
+    kv[0] = j->row.col[t->pk];
+    if (t->sk >= 0) kv[1] = j->row.col[t->sk];
+    rc = read_live(c, t, kv, j->now, &old);
+    if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
+    if (!rc) rc = store_item(s, c, t, &j->row, old, j->item, &j->packed, j->now);
+    json_decref(old);
+    return rc;
+}
+
 int at_sqlite_put(at_store *st, at_table_id tid, const json_t *item, const at_cond *cond)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    sq_val vals[SQ_MAX_COLS], ttl, kv[2];
-    json_t *old = NULL;
-    int64_t now = now_s();
-    int rc;
-
-    rc = item_vals(t, item, vals, &ttl);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    kv[0] = vals[t->pk];
-    if (t->sk >= 0) kv[1] = vals[t->sk];
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_live(c, t, kv, now, &old);
-    if (!rc && !at_cond_eval(old, cond)) rc = AT_ECOND;
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    json_decref(old);
-    at_sqlite_conn_put(s, c);
+    put_job j = {.t = &s->tables[tid], .item = item, .cond = cond, .now = now_s()};
+    /* Checked and packed here, in the caller's thread: the writer only writes. */
+    int rc = item_vals(j.t, item, &j.row);
+    if (!rc) rc = at_sqlite_pack(item, &j.packed);
+    if (!rc) rc = at_sqlite_write(s, put_run, &j);
+    at_buf_release(&j.packed);
     return rc;
 }
 
@@ -455,110 +483,133 @@ static int apply_update(json_t *item, const at_update *u)
     return 0;
 }
 
+typedef struct update_job {
+    const sq_table *t;
+    const json_t *key;
+    const at_update *u;
+    const at_cond *cond;
+    sq_val kv[2];
+    int64_t now;
+    json_t *item; /* OUT: the item after the change */
+} update_job;
+
+static int update_run(sq_store *s, sq_conn *c, void *arg)
+{
+    update_job *j = arg;
+    const sq_table *t = j->t;
+    sq_row row;
+    json_t *old = NULL;
+    at_buf packed;
+    int rc;
+
+    at_buf_init(&packed, SQ_PACKED_MAX);
+    rc = read_live(c, t, j->kv, j->now, &old);
+    if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;
+    if (!rc && !(j->item = json_deep_copy(old ? old : j->key))) rc = AT_ENOMEM;
+    if (!rc) rc = apply_update(j->item, j->u);
+    if (!rc) rc = item_vals(t, j->item, &row);
+    if (!rc) rc = at_sqlite_pack(j->item, &packed);
+    if (!rc) rc = store_item(s, c, t, &row, old, j->item, &packed, j->now);
+    at_buf_release(&packed);
+    json_decref(old);
+    return rc;
+}
+
 int at_sqlite_update(at_store *st, at_table_id tid, const json_t *key, const at_update *u,
                      const at_cond *cond, json_t **new_item)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    sq_val kv[2], vals[SQ_MAX_COLS], ttl;
-    json_t *old = NULL, *item = NULL;
-    int64_t now = now_s();
+    update_job j = {.t = &s->tables[tid], .key = key, .u = u, .cond = cond, .now = now_s()};
     int rc;
 
-    rc = at_sqlite_key_vals(t, key, kv);
-    if (!rc) rc = check_update(t, u);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_live(c, t, kv, now, &old);
-    if (!rc && !at_cond_eval(old, cond)) rc = AT_ECOND;
-    if (!rc && !(item = json_deep_copy(old ? old : key))) rc = AT_ENOMEM;
-    if (!rc) rc = apply_update(item, u);
-    if (!rc) rc = item_vals(t, item, vals, &ttl);
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    json_decref(old);
-    at_sqlite_conn_put(s, c);
+    rc = at_sqlite_key_vals(j.t, key, j.kv);
+    if (!rc) rc = check_update(j.t, u);
+    if (!rc) rc = at_sqlite_write(s, update_run, &j);
     if (!rc && new_item)
-        *new_item = item;
+        *new_item = j.item;
     else
-        json_decref(item);
+        json_decref(j.item);
+    return rc;
+}
+
+typedef struct del_job {
+    const sq_table *t;
+    const at_cond *cond;
+    sq_val kv[2];
+    int64_t now;
+} del_job;
+
+static int del_run(sq_store *s, sq_conn *c, void *arg)
+{
+    del_job *j = arg;
+    json_t *old = NULL;
+    int rc, expired;
+
+    rc = read_row(c, j->t, j->kv, &old);
+    expired = old && at_sqlite_expired(j->t, old, j->now);
+    if (!rc && !at_cond_eval(expired ? NULL : old, j->cond)) rc = AT_ECOND;
+    if (!rc && old) rc = delete_row(c, j->t, j->kv);
+    if (!rc && old) rc = at_sqlite_stream_add(s, c, j->t, old, NULL, j->now);
+    json_decref(old);
     return rc;
 }
 
 int at_sqlite_del(at_store *st, at_table_id tid, const json_t *key, const at_cond *cond)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
+    del_job j = {.t = &s->tables[tid], .cond = cond, .now = now_s()};
+    int rc = at_sqlite_key_vals(j.t, key, j.kv);
+    return rc ? rc : at_sqlite_write(s, del_run, &j);
+}
+
+/* Puts one item of a batch inside the writer's transaction. */
+static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now)
+{
+    sq_row row;
     sq_val kv[2];
     json_t *old = NULL;
-    int64_t now = now_s();
-    int rc, expired;
+    at_buf packed;
+    int rc = item_vals(t, item, &row);
 
-    rc = at_sqlite_key_vals(t, key, kv);
-    if (!rc) rc = at_sqlite_conn_get(s, &c);
+    if (!rc) rc = at_sqlite_pack(item, &packed);
     if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = read_row(c, t, kv, &old);
-    expired = old && at_sqlite_expired(t, old, now);
-    if (!rc && !at_cond_eval(expired ? NULL : old, cond)) rc = AT_ECOND;
-    if (!rc && old) rc = delete_row(c, t, kv);
-    if (!rc && old) rc = at_sqlite_stream_add(s, c, t, old, NULL, now);
-    rc = at_sqlite_end(s, c, rc);
-out:
+    kv[0] = row.col[t->pk];
+    if (t->sk >= 0) kv[1] = row.col[t->sk];
+    if (t->def->stream) rc = read_live(c, t, kv, now, &old); /* only the stream needs it */
+    if (!rc) rc = store_item(s, c, t, &row, old, item, &packed, now);
+    at_buf_release(&packed);
     json_decref(old);
-    at_sqlite_conn_put(s, c);
     return rc;
 }
 
-/* Puts one item of a batch inside the caller's transaction. */
-static int batch_one(sq_store *s, sq_conn *c, const sq_table *t, const json_t *item, int64_t now)
-{
-    sq_val vals[SQ_MAX_COLS], ttl, kv[2];
-    json_t *old = NULL;
-    int rc = item_vals(t, item, vals, &ttl);
+typedef struct batch_job {
+    const sq_table *t;
+    const json_t *items;
+    int64_t now;
+} batch_job;
 
-    if (rc) return rc;
-    kv[0] = vals[t->pk];
-    if (t->sk >= 0) kv[1] = vals[t->sk];
-    if (t->def->stream) rc = read_live(c, t, kv, now, &old); /* only the stream needs it */
-    if (!rc) rc = store_item(s, c, t, vals, &ttl, old, item, now);
-    json_decref(old);
+static int batch_run(sq_store *s, sq_conn *c, void *arg)
+{
+    batch_job *j = arg;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < json_array_size(j->items); i++)
+        rc = batch_one(s, c, j->t, json_array_get(j->items, i), j->now);
     return rc;
 }
 
 int at_sqlite_batch_put(at_store *st, at_table_id tid, const json_t *items)
 {
     sq_store *s = (sq_store *)st;
-    const sq_table *t = &s->tables[tid];
-    sq_conn *c = NULL;
-    int64_t now = now_s();
-    size_t i;
-    int rc;
-
+    batch_job j = {&s->tables[tid], items, now_s()};
     if (json_array_size(items) == 0) return 0;
-    rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    for (i = 0; !rc && i < json_array_size(items); i++)
-        rc = batch_one(s, c, t, json_array_get(items, i), now);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    at_sqlite_conn_put(s, c);
-    return rc;
+    return at_sqlite_write(s, batch_run, &j);
 }
 
 int at_sqlite_refill(sq_conn *c, const sq_table *t)
 {
     at_buf sql;
     sqlite3_stmt *st = NULL;
-    sq_val vals[SQ_MAX_COLS], ttl;
+    sq_row row;
     int64_t last = 0;
     int rc, more = 1;
 
@@ -581,8 +632,12 @@ int at_sqlite_refill(sq_conn *c, const sq_table *t)
         more = json_array_size(batch) == 1000;
         for (i = 0; !rc && i < json_array_size(batch); i++) {
             const json_t *it = json_array_get(batch, i);
-            rc = item_vals(t, it, vals, &ttl);
-            if (!rc) rc = write_row(c, t, vals, &ttl, it);
+            at_buf packed;
+            at_buf_init(&packed, SQ_PACKED_MAX);
+            rc = item_vals(t, it, &row);
+            if (!rc) rc = at_sqlite_pack(it, &packed);
+            if (!rc) rc = write_row(c, t, &row, &packed);
+            at_buf_release(&packed);
         }
         json_decref(batch);
     }

@@ -19,6 +19,25 @@ static int col_of(sq_table *t, const char *attr, at_key_type type)
     return t->ncols++;
 }
 
+/* Names x's tenant-scoped twin when it has one: every secondary index of a table with
+ * an instance_id key column, unless instance_id is already its partition key or it
+ * projects only some attributes. Not the table itself: each twin costs every write one
+ * more index entry (about 13k instructions of a 160k-instruction put), and lists read
+ * secondary indexes. */
+static int layout_scoped(sq_table *t, sq_ix *x, const char *name)
+{
+    at_buf b;
+    if (!x->def || t->scope < 0 || x->pk == t->scope || x->def->include) return 0;
+    at_buf_init(&b, 4096);
+    if (at_buf_printf(&b, "%s/%s/live-by-" SQ_SCOPE_ATTR, name, x->def->name)) {
+        at_buf_release(&b);
+        return AT_ENOMEM;
+    }
+    x->qscoped = at_sqlite_quote(at_buf_str(&b));
+    at_buf_release(&b);
+    return x->qscoped ? 0 : AT_ENOMEM;
+}
+
 static int layout_index(sq_table *t, sq_ix *x, const at_index_def *d, const char *name)
 {
     at_buf b;
@@ -87,8 +106,8 @@ static int build_upsert(sq_table *t)
     for (int i = 0; !rc && i < t->ncols; i++)
         rc = add_col(&b, t, i) || at_buf_adds(&b, ", ");
     if (!rc && t->has_ttl) rc = at_buf_adds(&b, "\"_ttl\", ");
-    if (!rc) rc = at_buf_adds(&b, "\"_item\") VALUES (");
-    for (int i = 0; !rc && i < t->ncols + t->has_ttl; i++)
+    if (!rc) rc = at_buf_adds(&b, "\"_deleted\", \"_item\") VALUES (");
+    for (int i = 0; !rc && i < t->ncols + t->has_ttl + 1; i++)
         rc = at_buf_adds(&b, "?, ");
     if (!rc)
         rc = at_buf_adds(&b, "?) ON CONFLICT (") || add_key_cols(&b, t) ||
@@ -99,6 +118,7 @@ static int build_upsert(sq_table *t)
              at_buf_adds(&b, ", ");
     }
     if (!rc && t->has_ttl) rc = at_buf_adds(&b, "\"_ttl\" = excluded.\"_ttl\", ");
+    if (!rc) rc = at_buf_adds(&b, "\"_deleted\" = excluded.\"_deleted\", ");
     if (!rc) rc = at_buf_adds(&b, "\"_item\" = excluded.\"_item\"");
     t->sql_upsert = take(&b, rc);
     return t->sql_upsert ? 0 : AT_ENOMEM;
@@ -146,13 +166,22 @@ int at_sqlite_layout(sq_table *t, const at_table_def *def, const char *name)
         if (rc) return rc;
         t->nix++;
     }
-    return build_sql(t);
+    t->scope = -1;
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].attr, SQ_SCOPE_ATTR) == 0 && t->cols[i].type == AT_KEY_S) t->scope = i;
+    rc = 0;
+    for (size_t i = 0; !rc && i < t->nix; i++)
+        rc = layout_scoped(t, &t->ix[i], name);
+    return rc ? rc : build_sql(t);
 }
 
 void at_sqlite_layout_release(sq_table *t)
 {
-    for (size_t i = 0; i < t->nix; i++)
+    for (size_t i = 0; i < t->nix; i++) {
         free(t->ix[i].qindex);
+        free(t->ix[i].qscoped);
+    }
+    free(t->base.qscoped);
     free(t->qname);
     free(t->sql_get);
     free(t->sql_upsert);
@@ -197,7 +226,8 @@ static int create_table(sq_conn *c, const sq_table *t)
         rc = add_col(&b, t, i) || at_buf_adds(&b, i == t->pk || i == t->sk ? " NOT NULL, " : ", ");
     if (!rc && t->has_ttl) rc = at_buf_adds(&b, "\"_ttl\", ");
     if (!rc)
-        rc = at_buf_adds(&b, "\"_item\" TEXT NOT NULL, PRIMARY KEY (") || add_key_cols(&b, t) ||
+        rc = at_buf_adds(&b, "\"_deleted\", \"_item\" TEXT NOT NULL, PRIMARY KEY (") ||
+             add_key_cols(&b, t) ||
              at_buf_adds(&b, "))");
     if (!rc) rc = ddl(c, at_buf_str(&b));
     at_buf_release(&b);
@@ -209,6 +239,31 @@ int at_sqlite_ix_predicate(const sq_table *t, const sq_ix *x, at_buf *b)
     int rc = add_col(b, t, x->pk) || at_buf_adds(b, " IS NOT NULL");
     if (!rc && x->sk >= 0)
         rc = at_buf_adds(b, " AND ") || add_col(b, t, x->sk) || at_buf_adds(b, " IS NOT NULL");
+    return rc;
+}
+
+int at_sqlite_scoped_predicate(const sq_table *t, const sq_ix *x, at_buf *b)
+{
+    int rc = x->own ? at_sqlite_ix_predicate(t, x, b) || at_buf_adds(b, " AND ") : 0;
+    if (!rc)
+        rc = add_col(b, t, t->scope) || at_buf_adds(b, " IS NOT NULL AND \"_deleted\" IS NULL");
+    return rc;
+}
+
+static int create_scoped_index(sq_conn *c, const sq_table *t, const sq_ix *x)
+{
+    at_buf b;
+    int rc;
+
+    at_buf_init(&b, SQ_SQL_MAX);
+    rc = at_buf_printf(&b, "CREATE INDEX IF NOT EXISTS %s ON %s (", x->qscoped, t->qname) ||
+         add_col(&b, t, x->pk) || at_buf_adds(&b, ", ") || add_col(&b, t, t->scope);
+    if (!rc && x->sk >= 0) rc = at_buf_adds(&b, ", ") || add_col(&b, t, x->sk);
+    for (int i = 0; !rc && i < x->nties; i++)
+        rc = at_buf_adds(&b, ", ") || add_col(&b, t, x->ties[i]);
+    if (!rc) rc = at_buf_adds(&b, ") WHERE ") || at_sqlite_scoped_predicate(t, x, &b);
+    if (!rc) rc = ddl(c, at_buf_str(&b));
+    at_buf_release(&b);
     return rc;
 }
 
@@ -257,8 +312,8 @@ static int migrate_columns(sq_conn *c, const sq_table *t, const char *name)
     int rc = 0, added = 0;
 
     at_buf_init(&b, SQ_SQL_MAX);
-    for (int i = 0; !rc && i < t->ncols + t->has_ttl; i++) {
-        const char *col = i < t->ncols ? t->cols[i].attr : "_ttl";
+    for (int i = 0; !rc && i < t->ncols + t->has_ttl + 1; i++) {
+        const char *col = i < t->ncols ? t->cols[i].attr : i == t->ncols + t->has_ttl ? "_deleted" : "_ttl";
         sqlite3_stmt *st = NULL;
         /* pragma_table_info takes the table's name as a string (unquoted). */
         rc = sqlite3_prepare_v2(c->db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
@@ -302,31 +357,41 @@ static int setup_table(sq_conn *c, const sq_table *t, const char *name, json_t *
     if (!rc && exists) rc = migrate_columns(c, t, name);
     for (size_t i = 0; !rc && i < t->nix; i++)
         if (t->ix[i].own) rc = create_index(c, t, &t->ix[i]);
+    for (size_t i = 0; !rc && i < t->nix; i++)
+        if (t->ix[i].qscoped) rc = create_scoped_index(c, t, &t->ix[i]);
     if (!rc && t->has_ttl) rc = create_ttl_index(c, t, name);
     if (!rc && (exists ? existing : created))
         rc = json_array_append_new(exists ? existing : created, json_string(name)) ? AT_ENOMEM : 0;
     return rc;
 }
 
+typedef struct setup_job {
+    json_t *created, *existing;
+} setup_job;
+
+static int setup_run(sq_store *s, sq_conn *c, void *arg)
+{
+    setup_job *j = arg;
+    int rc = ddl(c, "CREATE TABLE IF NOT EXISTS \"" SQ_STREAM_TABLE "\" ("
+                    "seq INTEGER PRIMARY KEY AUTOINCREMENT, created INTEGER NOT NULL, "
+                    "record TEXT NOT NULL);"
+                    "CREATE INDEX IF NOT EXISTS \"" SQ_STREAM_TABLE "/created\" ON \"" SQ_STREAM_TABLE
+                    "\" (created)");
+    for (int t = 0; !rc && t < AT_TABLE_COUNT; t++)
+        rc = setup_table(c, &s->tables[t], s->base.names[t], j->created, j->existing);
+    return rc;
+}
+
 int at_sqlite_setup(at_store *st, json_t *created, json_t *existing)
 {
     sq_store *s = (sq_store *)st;
-    sq_conn *c = NULL;
-    int rc;
-
-    rc = at_sqlite_conn_get(s, &c);
-    if (rc) return rc;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = ddl(c, "CREATE TABLE IF NOT EXISTS \"" SQ_STREAM_TABLE "\" ("
-                "seq INTEGER PRIMARY KEY AUTOINCREMENT, created INTEGER NOT NULL, "
-                "record TEXT NOT NULL);"
-                "CREATE INDEX IF NOT EXISTS \"" SQ_STREAM_TABLE "/created\" ON \"" SQ_STREAM_TABLE
-                "\" (created)");
-    for (int t = 0; !rc && t < AT_TABLE_COUNT; t++)
-        rc = setup_table(c, &s->tables[t], st->names[t], created, existing);
-    rc = at_sqlite_end(s, c, rc);
-out:
-    at_sqlite_conn_put(s, c);
+    size_t nc = json_array_size(created), ne = json_array_size(existing);
+    setup_job j = {created, existing};
+    int rc = at_sqlite_write(s, setup_run, &j);
+    if (rc) {
+        /* Nothing was made: take back the names appended by the rolled-back run. */
+        while (created && json_array_size(created) > nc) json_array_remove(created, nc);
+        while (existing && json_array_size(existing) > ne) json_array_remove(existing, ne);
+    }
     return rc;
 }

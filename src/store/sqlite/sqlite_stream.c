@@ -153,58 +153,58 @@ static int expired_batch(sq_conn *c, const sq_table *t, int64_t now, json_t *out
     return rc;
 }
 
-/* Deletes one batch of expired items of t in one write transaction; *n gets how many. */
-static int sweep_batch(sq_store *s, sq_conn *c, const sq_table *t, int64_t now, size_t *n)
+typedef struct sweep_job {
+    const sq_table *t;
+    int64_t now;
+    size_t n; /* OUT: items removed */
+} sweep_job;
+
+/* Deletes one batch of expired items of t (a write of its own); j->n gets how many. */
+static int sweep_run(sq_store *s, sq_conn *c, void *arg)
 {
+    sweep_job *j = arg;
     json_t *items = json_array();
     int rc;
 
-    *n = 0;
+    j->n = 0;
     if (!items) return AT_ENOMEM;
-    rc = at_sqlite_begin(s, c);
-    if (rc) goto out;
-    rc = expired_batch(c, t, now, items);
+    rc = expired_batch(c, j->t, j->now, items);
     for (size_t i = 0; !rc && i < json_array_size(items); i++)
-        rc = at_sqlite_remove(s, c, t, json_array_get(items, i), now);
-    rc = at_sqlite_end(s, c, rc);
-    if (!rc) *n = json_array_size(items);
-out:
+        rc = at_sqlite_remove(s, c, j->t, json_array_get(items, i), j->now);
+    if (!rc) j->n = json_array_size(items);
     json_decref(items);
     return rc;
 }
 
 /* Drops stream records older than DynamoDB Streams' retention. */
-static int trim_stream(sq_store *s, sq_conn *c, int64_t now)
+static int trim_run(sq_store *s, sq_conn *c, void *arg)
 {
+    const int64_t *now = arg;
     sqlite3_stmt *st;
-    int rc = at_sqlite_begin(s, c);
+    int rc = at_sqlite_prepare(c, "DELETE FROM \"" SQ_STREAM_TABLE "\" WHERE created < ?", &st);
     if (rc) return rc;
-    rc = at_sqlite_prepare(c, "DELETE FROM \"" SQ_STREAM_TABLE "\" WHERE created < ?", &st);
-    if (!rc) {
-        sqlite3_bind_int64(st, 1, now - SQ_STREAM_RETENTION);
-        rc = sqlite3_step(st);
-        rc = rc == SQLITE_DONE ? 0 : at_sqlite_err(c, rc, "stream trim");
-        sqlite3_reset(st);
-    }
-    return at_sqlite_end(s, c, rc);
+    sqlite3_bind_int64(st, 1, *now - SQ_STREAM_RETENTION);
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE ? 0 : at_sqlite_err(c, rc, "stream trim");
+    sqlite3_reset(st);
+    return rc;
 }
 
 int at_sqlite_sweep_expired(at_store *st, int64_t now, size_t *removed)
 {
     sq_store *s = (sq_store *)st;
-    sq_conn *c = NULL;
-    size_t total = 0, n = 0;
-    int rc = at_sqlite_conn_get(s, &c);
+    size_t total = 0;
+    int rc = 0;
 
     for (int t = 0; !rc && t < AT_TABLE_COUNT; t++) {
+        sweep_job j = {&s->tables[t], now, 0};
         if (!s->tables[t].has_ttl) continue;
         do {
-            rc = sweep_batch(s, c, &s->tables[t], now, &n);
-            total += n;
-        } while (!rc && n == SWEEP_BATCH);
+            rc = at_sqlite_write(s, sweep_run, &j);
+            if (!rc) total += j.n;
+        } while (!rc && j.n == SWEEP_BATCH);
     }
-    if (!rc) rc = trim_stream(s, c, now);
-    at_sqlite_conn_put(s, c);
+    if (!rc) rc = at_sqlite_write(s, trim_run, &now);
     if (removed) *removed = total;
     return rc;
 }

@@ -192,12 +192,16 @@ static int b_query(at_store *s, const at_query *q, at_page *out)
     rc = at_store_query(b->real, &one, &page);
     if (rc) return rc;
     it = json_array_get(page.items, 0);
-    out->items = json_array();
-    if (it && !((q->flags & AT_Q_LIVE) && at_item_has(it, "deleted_at")) && at_cond_eval(it, &q->filter))
-        json_array_append(out->items, it);
+    if (!(q->flags & AT_Q_RAW)) out->items = json_array();
+    if (it && !((q->flags & AT_Q_LIVE) && at_item_has(it, "deleted_at")) && at_cond_eval(it, &q->filter)) {
+        if (q->flags & AT_Q_RAW) /* as the store's pages of packed items */
+            rc = at_page_add_item_raw(out, it);
+        else
+            json_array_append(out->items, it);
+    }
     out->last_key = json_incref(page.last_key);
     at_page_release(&page);
-    return 0;
+    return rc;
 }
 static void b_destroy(at_store *s)
 {

@@ -15,6 +15,7 @@
 #include "conformance.h"
 #include "actionstools/av.h"
 #include "actionstools/err.h"
+#include "actionstools/packed.h"
 #include "actionstools/banned.h"
 
 /* The suite's state: one store on tables set up once, used by most tests; tests keep
@@ -114,10 +115,13 @@ static const char *sattr(const json_t *it, const char *a)
 }
 
 /* Runs q page by page (limit per page) and returns every item, checking that each
- * page but the last is full and that last_key is set exactly when a page is full. */
+ * page but the last is full and that last_key is set exactly when a page is full.
+ * Then runs it again with AT_Q_RAW and checks that the raw pages hold the same items
+ * (packed) and the same last keys. */
 static json_t *query_all(at_store *s, at_query q, size_t limit)
 {
-    json_t *all = json_array(), *start = NULL;
+    json_t *all = json_array(), *keys = json_array(), *start = NULL;
+    size_t n = 0, pages = 0;
     for (int guard = 0; guard < 10000; guard++) {
         at_page p = {0};
         q.limit = limit;
@@ -130,6 +134,67 @@ static json_t *query_all(at_store *s, at_query q, size_t limit)
         else
             assert_non_null(p.last_key);
         json_array_extend(all, p.items);
+        json_decref(start);
+        start = p.last_key ? json_incref(p.last_key) : NULL;
+        json_array_append_new(keys, start ? json_incref(start) : json_null());
+        at_page_release(&p);
+        if (!start) break;
+    }
+    assert_null(start);
+    q.flags |= AT_Q_RAW;
+    for (;; pages++) {
+        at_page p = {0};
+        q.limit = limit;
+        q.start_key = start;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        assert_null(p.items);
+        for (size_t i = 0; i < p.nraw; i++, n++) {
+            size_t len;
+            const unsigned char *raw = at_page_raw(&p, i, &len);
+            json_t *it = at_packed_decode(raw, len);
+            assert_non_null(it);
+            assert_true(json_equal(it, json_array_get(all, n)));
+            json_decref(it);
+        }
+        assert_true(json_equal(p.last_key ? p.last_key : json_null(), json_array_get(keys, pages)));
+        json_decref(start);
+        start = p.last_key ? json_incref(p.last_key) : NULL;
+        at_page_release(&p);
+        if (!start) break;
+    }
+    assert_int_equal(n, json_array_size(all));
+    assert_int_equal(pages + 1, json_array_size(keys));
+    json_decref(keys);
+    return all;
+}
+
+/* Runs q page by page like query_all, where the work bound may stop pages early:
+ * checks that no page holds more than limit items and that a page without last_key
+ * ends the query; counts the pages and the short pages that have a last_key. Returns
+ * every item (decoded from raw pages with AT_Q_RAW). */
+static json_t *query_bounded(at_store *s, at_query q, size_t limit, int *pages, int *short_pages)
+{
+    json_t *all = json_array(), *start = NULL;
+    *pages = *short_pages = 0;
+    for (int guard = 0; guard < 10000; guard++) {
+        at_page p = {0};
+        q.limit = limit;
+        q.start_key = start;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        assert_true(at_page_count(&p) <= limit);
+        (*pages)++;
+        if (at_page_count(&p) < limit && p.last_key) (*short_pages)++;
+        if (q.flags & AT_Q_RAW) {
+            for (size_t i = 0; i < p.nraw; i++) {
+                size_t len;
+                const unsigned char *raw = at_page_raw(&p, i, &len);
+                json_t *it = at_packed_decode(raw, len);
+                assert_non_null(it);
+                json_array_append_new(all, it);
+            }
+        } else {
+            json_array_extend(all, p.items);
+        }
         json_decref(start);
         start = p.last_key ? json_incref(p.last_key) : NULL;
         at_page_release(&p);
@@ -886,6 +951,101 @@ static void test_include_projection(void **state)
     json_decref(p);
 }
 
+/* ---- the work bound of a page ---- */
+
+/* Returns a string of n 'x' as an S AV (padding that makes items big). */
+static json_t *pad(size_t n)
+{
+    char *x = malloc(n + 1);
+    json_t *av;
+    memset(x, 'x', n);
+    x[n] = '\0';
+    av = S(x);
+    free(x);
+    return av;
+}
+
+/* A page stops once it has read about max_read_bytes of stored items, matching or
+ * not: it is short and has a last_key, and paging to the end yields every matching
+ * item once, in order. */
+static void test_read_bound(void **state)
+{
+    char pk[96];
+    json_t *p, *red = S("red"), *all;
+    at_clause cl = {"color", AT_OP_EQ, red, NULL};
+    at_query q = {.table = AT_TABLE_NOTES, .forward = 1, .filter = {&cl, 1}, .max_read_bytes = 8192};
+    int pages, shorts;
+
+    uniq(pk, sizeof pk, "bound");
+    for (int i = 0; i < 40; i++) {
+        char u[16];
+        snprintf(u, sizeof u, "b%02d", i);
+        put_ok(AT_TABLE_NOTES, at_conf_item("target_uuid", S(pk), "uuid", S(u), "color",
+                                            S(i % 10 == 3 ? "red" : "blue"), "pad", pad(2000), NULL));
+    }
+    q.pk = p = S(pk);
+    for (int raw = 0; raw < 2; raw++) {
+        q.flags = raw ? AT_Q_RAW : 0;
+        all = query_bounded(G.s, q, 3, &pages, &shorts);
+        assert_column(all, "uuid", "b03,b13,b23,b33");
+        json_decref(all);
+        assert_true(shorts >= 1);    /* stopped by the bound with items still to come */
+        assert_true(pages >= 4);     /* 80 KB read 8 KB at a time, about */
+        assert_true(pages <= 41);    /* every page reads at least one item */
+    }
+    /* The default bound (1 MB) does not stop these pages. */
+    q.max_read_bytes = 0;
+    all = query_bounded(G.s, q, 3, &pages, &shorts);
+    assert_column(all, "uuid", "b03,b13,b23,b33");
+    assert_int_equal(pages, 2);
+    assert_int_equal(shorts, 0);
+    json_decref(all);
+    json_decref(p);
+    json_decref(red);
+}
+
+/* Another tenant's items under the same partition key: the caller's live items come
+ * whole and in order, page after page, however the backend bounds each page. */
+static void test_tenant_filter(void **state)
+{
+    char pk[96], a[96], b[96];
+    json_t *p, *inst, *all;
+    at_clause cl;
+    at_query q = {.table = AT_TABLE_NOTES,
+                  .index = "target_uuid-updated_at-index",
+                  .forward = 0,
+                  .flags = AT_Q_LIVE,
+                  .max_read_bytes = 8192};
+    int pages, shorts;
+
+    uniq(pk, sizeof pk, "tenants");
+    uniq(a, sizeof a, "tenant-a");
+    uniq(b, sizeof b, "tenant-b");
+    for (int i = 0; i < 60; i++) {
+        char u[16], ts[32];
+        json_t *it;
+        snprintf(u, sizeof u, "%c%02d", i % 12 == 5 ? 'a' : 'b', i);
+        snprintf(ts, sizeof ts, "2024-01-01 00:00:%02d", i);
+        it = at_conf_item("target_uuid", S(pk), "uuid", S(u), "instance_id", S(i % 12 == 5 ? a : b),
+                          "updated_at", S(ts), "pad", pad(1500), NULL);
+        if (i == 29) json_object_set_new(it, "deleted_at", S(ts)); /* one of a's, deleted */
+        put_ok(AT_TABLE_NOTES, it);
+    }
+    q.pk = p = S(pk);
+    inst = S(a);
+    cl = (at_clause){"instance_id", AT_OP_EQ, inst, NULL};
+    q.filter = (at_cond){&cl, 1};
+    for (int raw = 0; raw < 2; raw++) {
+        q.flags = AT_Q_LIVE | (raw ? AT_Q_RAW : 0);
+        all = query_bounded(G.s, q, 2, &pages, &shorts);
+        assert_column(all, "uuid", "a53,a41,a17,a05");
+        json_decref(all);
+        assert_true(pages >= 2 && pages <= 61);
+    }
+    json_decref(inst);
+    json_decref(p);
+}
+
 /* ---- TTL ---- */
 
 static void test_ttl(void **state)
@@ -1193,6 +1353,8 @@ int at_conformance_run(const char *suite_name, at_conf_open open, void *ctx)
         cmocka_unit_test(test_filter_live),
         cmocka_unit_test(test_count),
         cmocka_unit_test(test_include_projection),
+        cmocka_unit_test(test_read_bound),
+        cmocka_unit_test(test_tenant_filter),
         cmocka_unit_test(test_ttl),
         cmocka_unit_test(test_counter_concurrency),
         cmocka_unit_test(test_stream),
