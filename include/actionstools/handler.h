@@ -32,7 +32,9 @@ typedef enum {
     AT_RK_PATCH,       /* change fields */
     AT_RK_DELETE,      /* soft delete: 204 */
     AT_RK_RESTORE,     /* undo a soft delete */
-    AT_RK_LIST         /* a cursor-paged list */
+    AT_RK_LIST,        /* a cursor-paged list */
+    AT_RK_PUT          /* PUT the item the path names (by the tenant and a key the client
+                          chooses): 201 when it created it, 200 when it replaced it */
 } at_route_kind;
 
 struct at_resource;
@@ -71,7 +73,9 @@ typedef struct at_route {
     const struct at_resource *resource; /* the resource served (model.h), or NULL */
     at_route_kind kind;
     const struct at_list_def *list; /* AT_RK_LIST: its plans, ended by one with doc NULL */
-    const at_route_doc *doc; /* AT_RK_OTHER: what the API document says of it */
+    const at_route_doc *doc; /* AT_RK_OTHER: what the API document says of it; an
+                                engine route may name in .query the query parameters
+                                its hooks read (the inbox's include_hidden) */
 } at_route;
 
 /* The route table, ended by a row with method NULL. */

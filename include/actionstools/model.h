@@ -123,7 +123,9 @@ struct at_resource {
     /* Hooks, NULL when the resource has nothing of its own. */
 
     /* Checks across fields and sets derived attributes, after the fields of a create
-     * (old NULL) or a PATCH were applied to item; adds to errors (field -> message). */
+     * (old NULL) or a PATCH were applied to item, or a PUT built it (old: the live item
+     * it replaces, or NULL); adds to errors (field -> message). A check that cannot
+     * decide (its storage read failed) answers itself, and the engine stops there. */
     void (*check)(at_ctx *c, const at_resource *r, const json_t *old, json_t *item,
                   json_t *errors);
     /* Runs once a create is valid, before it is written (numbering). Returns 1 to go

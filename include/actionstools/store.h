@@ -70,8 +70,16 @@ typedef struct at_update {
 
 enum {
     AT_Q_LIVE = 1u << 0, /* skip items that have a deleted_at attribute (soft-deleted) */
-    AT_Q_RAW = 1u << 1   /* the page holds its items packed (packed.h), not as AV maps:
+    AT_Q_RAW = 1u << 1,  /* the page holds its items packed (packed.h), not as AV maps:
                             read them with at_page_raw; page.items is NULL */
+    /* Count the matching items instead of returning them, as DynamoDB's Select COUNT:
+     * the page holds no item and page.count says how many matched.
+     * Counting stops once at least limit were counted (a backend that counts whole
+     * answers, as DynamoDB, may count past limit), at the end of the range, or at the
+     * page's work bound; last_key is NULL only when the count reached the end. The
+     * filter may not name the key attributes of the table or index queried (DynamoDB
+     * evaluates a count's filter itself, and refuses those there): AT_EINVAL. */
+    AT_Q_COUNT = 1u << 2
 };
 
 /* A Query on a table or one of its indexes. Items whose TTL attribute is in the past
@@ -113,6 +121,7 @@ typedef struct at_page {
     at_buf raw;
     size_t *raw_end;
     size_t raw_cap;
+    size_t count; /* AT_Q_COUNT: how many items matched */
 } at_page;
 
 /* The most bytes of packed items one raw page may hold. */

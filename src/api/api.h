@@ -41,11 +41,26 @@ void at_engine_patch(at_ctx *c);
 void at_engine_delete(at_ctx *c);
 void at_engine_restore(at_ctx *c);
 void at_engine_list(at_ctx *c);
+void at_engine_put(at_ctx *c);
 
 /* ---- resources ---- */
 extern const at_resource at_notes;
 extern const at_list_def at_notes_by_target[];
 extern const at_list_def at_notes_by_owner[];
+extern const at_resource at_comments;
+extern const at_list_def at_comments_by_target[];
+extern const at_list_def at_comments_by_owner[];
+extern const at_resource at_files;
+extern const at_list_def at_files_by_target[];
+extern const at_list_def at_files_by_owner[];
+extern const at_resource at_settings;
+extern const at_list_def at_settings_lists[];
+extern const at_resource at_notifications;
+extern const at_list_def at_notifications_inbox[];
+void at_notifications_unread_count(at_ctx *c);
+void at_notifications_mark_all_read(at_ctx *c);
+extern const at_route_doc at_notifications_inbox_doc, at_notifications_unread_count_doc,
+    at_notifications_mark_all_read_doc;
 
 /* ---- items as answers (item.c) ---- */
 
@@ -123,6 +138,17 @@ typedef struct at_change {
 /* Runs the change. Returns the saved item (new reference) or NULL after answering. */
 json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const at_change *ch);
 
+/* Returns 1 when the If-Match header h ("*", or a list of entity tags: "3", W/"3", 3)
+ * is absent or matches version, else 0. */
+int at_api_if_match(const char *h, int64_t version);
+
+/* Writers racing on one item try this many times before giving up with 409. */
+#define AT_API_CHANGE_ATTEMPTS 12
+
+/* Sleeps a short random time that grows with attempt (full jitter), before a writer that
+ * lost a race on an item tries again. */
+void at_api_retry_pause(int attempt);
+
 /* ---- client uuids (claim.c) ---- */
 
 /* Writes item, a create, so that its uuid names at most one item of the resource in
@@ -181,6 +207,10 @@ void at_api_list_query_release(at_list_query *lq);
  * (too many filters: a programmer error). */
 int at_api_list_query_filter(at_list_query *lq, const char *attr, at_op op, json_t *av);
 
+/* Adds a query parameter a list's hook reads (name=value) to lq's scope, so that a
+ * cursor is good only with the same value. Returns 0 or AT_ENOMEM. */
+int at_api_list_query_scope(at_ctx *c, at_list_query *lq, const char *name, const char *value);
+
 /* Starts a page of the list scope: reads ?limit= and ?cursor= (a cursor of another
  * scope, or whose phase is not below nphases, is refused). Returns 1, or 0 after
  * answering 400. Finish with at_pager_finish whatever happens. */
@@ -207,6 +237,20 @@ void at_pager_stop(at_pager *p, int phase, const json_t *last_key);
  * one (to know whether more follows), adding the items. When the query's page stopped
  * at its work bound the page stops there too. Nothing happens once the page is done. */
 void at_pager_query(at_pager *p, int phase, at_query *q);
+
+/* The most items at_pager_small_set reads and sorts at once. */
+#define AT_API_SMALL_SET 100
+
+/* Serves phase with the items of lq's list that also hold attr = value, where attr is
+ * the sort key of index small (partitioned as lq's query): when at most
+ * AT_API_SMALL_SET of them are there (nearly always, for the sets this serves: pinned
+ * notes, unread notifications), one query of small reads them all and they are sorted
+ * here into lq's order; otherwise lq's own query, which the caller has filtered on
+ * attr = value, pages through them. Either way the page takes the items after the
+ * cursor's position, keyed on lq's index, so a list may change ways between pages.
+ * value is borrowed. */
+void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *small, const char *attr,
+                        const json_t *value);
 
 /* Answers the page ({"items": [...], "next_cursor": ...}) unless an error was answered,
  * and frees what the pager holds. */

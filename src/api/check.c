@@ -67,6 +67,10 @@ static int check_route(const at_route *rt, char *err, size_t n)
                  r->sk.name, r->name);
     else if (rt->kind == AT_RK_CREATE && (!(rt->flags & AT_R_BODY) || r->sk.src != AT_SRC_NEW_UUID))
         snprintf(err, n, "route %s %s: a create takes a body and makes a new uuid", rt->method, rt->pattern);
+    else if (rt->kind == AT_RK_PUT && (!(rt->flags & AT_R_BODY) || r->pk.src != AT_SRC_TENANT ||
+                                       r->sk.src != AT_SRC_PATH || !has_param(rt->pattern, r->sk.name)))
+        snprintf(err, n, "route %s %s: a PUT takes a body and names an item of the tenant by a path "
+                         "parameter {%s}", rt->method, rt->pattern, r->sk.name ? r->sk.name : "(none)");
     else if (rt->kind == AT_RK_GET_BY_UUID && (!r->uuid_index || !has_param(rt->pattern, "uuid")))
         snprintf(err, n, "route %s %s: the %s has no uuid_index, or the path no {uuid}", rt->method,
                  rt->pattern, r->name);

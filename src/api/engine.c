@@ -1,5 +1,6 @@
 /* The resource engine: create, get, get by uuid, patch, delete, restore and lists for
  * any resource, from its descriptor (model.h) and the route that names it. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -121,8 +122,9 @@ static int add_encoded(at_buf *b, const char *s)
     return rc;
 }
 
-/* Location of a new item: the create route's path, its parameters percent-encoded,
- * then "/" and the new key (SPEC §4: URLs the service writes are percent-encoded). */
+/* Location of a new item: the route's path, its parameters percent-encoded, then "/"
+ * and the new key unless sk is NULL (SPEC §4: URLs the service writes are
+ * percent-encoded). */
 static const char *location(at_ctx *c, const char *sk)
 {
     const char *p = c->route->pattern;
@@ -144,8 +146,8 @@ static const char *location(at_ctx *c, const char *sk)
             rc = at_buf_addc(&b, *p++);
         }
     }
-    if (!rc) rc = at_buf_addc(&b, '/');
-    if (!rc) rc = add_encoded(&b, sk);
+    if (!rc && sk) rc = at_buf_addc(&b, '/');
+    if (!rc && sk) rc = add_encoded(&b, sk);
     if (!rc) out = at_arena_strdup(c->arena, at_buf_str(&b));
     at_buf_release(&b);
     return out;
@@ -177,6 +179,7 @@ void at_engine_create(at_ctx *c)
     }
     if (set_defaults(r, body, item)) goto oom;
     if (!json_object_size(errors) && r->check) r->check(c, r, NULL, item, errors);
+    if (c->resp->status) goto out; /* the check could not decide (a storage failure) */
     if (json_object_size(errors)) {
         at_reply_validation(c, errors);
         errors = NULL;
@@ -284,6 +287,10 @@ static int apply_patch(at_ctx *c, const at_resource *r, json_t *item, const char
     }
     if (!json_object_size(errors) && r->check) r->check(c, r, old, item, errors);
     json_decref(old);
+    if (c->resp->status) { /* the check could not decide (a storage failure) */
+        json_decref(errors);
+        return AT_APPLY_REPLIED;
+    }
     if (json_object_size(errors)) {
         at_reply_validation(c, errors);
         return AT_APPLY_REPLIED;
@@ -358,4 +365,150 @@ void at_engine_list(at_ctx *c)
     if (at_pager_begin(&p, c, r, lq.scope, 1)) at_pager_query(&p, 0, &lq.q);
     at_pager_finish(&p);
     at_api_list_query_release(&lq);
+}
+
+/* ---- PUT: create or replace the item at a key the client chooses (settings) ---- */
+
+/* Copies attr from old into item (when old has it). Returns 0 or AT_ENOMEM. */
+static int keep_attr(json_t *item, const json_t *old, const char *attr)
+{
+    json_t *v = json_object_get(old, attr);
+    return v && json_object_set(item, attr, v) ? AT_ENOMEM : 0;
+}
+
+/* Builds the new item of a PUT from the body, as a create does: the fields clients send
+ * on create (those not sent are gone, or take their default), then the check hook with
+ * the live item it replaces (or NULL). Returns the item, or NULL after answering. */
+static json_t *put_body(at_ctx *c, const at_resource *r, const json_t *live)
+{
+    json_t *body = at_body_object(c), *errors, *item;
+    if (!body) return NULL;
+    errors = json_object();
+    item = json_object();
+    read_body(r, body, AT_FF_CREATE, item, errors);
+    if (json_object_get(body, "uuid")) json_object_set_new(errors, "uuid", json_string("unknown field"));
+    for (const at_field *f = r->fields; f->name; f++)
+        if ((f->flags & AT_FF_REQUIRED) && !json_object_get(body, f->name))
+            json_object_set_new(errors, f->name, json_string("required"));
+    if (set_defaults(r, body, item)) {
+        at_reply_error(c, 500, "out of memory");
+    } else {
+        if (!json_object_size(errors) && r->check) r->check(c, r, live, item, errors);
+        if (!c->resp->status && json_object_size(errors)) {
+            at_reply_validation(c, errors);
+            errors = NULL;
+        }
+    }
+    json_decref(errors);
+    if (c->resp->status) {
+        json_decref(item);
+        return NULL;
+    }
+    return item;
+}
+
+/* One attempt of a PUT of the item at key: answers and returns 0, or returns AT_ECOND
+ * when someone else wrote the item in between (the caller tries again). An item there
+ * is replaced when it is live (its owner, created_at and version go on), and written
+ * anew over a soft-deleted one (its version goes on, so no ETag of the old item matches
+ * the new one). */
+static int put_once(at_ctx *c, const at_resource *r, const json_t *key)
+{
+    const at_table_def *t = at_schema_table(r->table);
+    const char *ifm = at_request_header(c->req, "If-Match");
+    json_t *old = NULL, *item = NULL;
+    const json_t *live;
+    int64_t version = 0;
+    int rc, stuck = 0;
+    at_clause cl;
+    at_cond cond = {&cl, 1};
+
+    rc = at_store_get(c->store, r->table, key, &old);
+    if (rc && rc != AT_ENOTFOUND) {
+        at_reply_store_error(c, rc, "read an item");
+        return 0;
+    }
+    live = old && !at_item_has(old, "deleted_at") ? old : NULL;
+    if (live && !at_api_permitted(c, r, r->change, live)) goto out;
+    if (!(item = put_body(c, r, live))) goto out;
+    if (old) stuck = at_api_version(old, &version) != 0 || version == INT64_MAX;
+    if (!live && ifm) {
+        at_reply_error(c, 412, "there is no %s here to match If-Match; send the PUT without it to "
+                               "create one", r->name);
+        goto out;
+    }
+    if (live && !at_api_if_match(ifm, version)) {
+        at_reply_error(c, 412, "the %s is at version %" PRId64 ", not the one in If-Match; read it "
+                               "again and retry", r->name, version);
+        goto out;
+    }
+    if (stuck) {
+        at_reply_error(c, 409, "the %s has reached the highest version there can be and can no "
+                               "longer change", r->name);
+        goto out;
+    }
+    rc = json_object_update(item, (json_t *)key) || json_object_set_new(item, "instance_id", at_av_s(c->id->instance_id)) ||
+         json_object_set_new(item, "version", at_av_n_int(old ? version + 1 : 1)) ||
+         at_api_set_now(r, item, "updated_at");
+    if (!rc && live)
+        rc = keep_attr(item, live, "owner_uuid") || keep_attr(item, live, "owner_name") ||
+             keep_attr(item, live, "created_at");
+    else if (!rc)
+        rc = json_object_set_new(item, "owner_uuid", at_av_s(c->id->user_uuid)) ||
+             json_object_set_new(item, "owner_name", at_av_s(c->id->user_name)) ||
+             json_object_set(item, "created_at", json_object_get(item, "updated_at"));
+    if (rc) {
+        at_reply_error(c, 500, "out of memory");
+        goto out;
+    }
+    if (!at_api_fits(c, item, r->name)) goto out;
+    /* Written only over what was read: nothing, or the same version. */
+    if (!old)
+        cl = (at_clause){t->sk.name, AT_OP_NOT_EXISTS, NULL, NULL};
+    else if (json_object_get(old, "version"))
+        cl = (at_clause){"version", AT_OP_EQ, json_object_get(old, "version"), NULL};
+    else
+        cl = (at_clause){"version", AT_OP_NOT_EXISTS, NULL, NULL};
+    rc = at_store_put(c->store, r->table, item, &cond);
+    if (rc == AT_ECOND) goto out;
+    if (rc) {
+        at_reply_store_error(c, rc, "save an item");
+    } else {
+        if (!live) at_set_header(c, "Location", location(c, NULL));
+        at_api_reply_item(c, r, live ? 200 : 201, item);
+    }
+    rc = 0;
+out:
+    json_decref(old);
+    json_decref(item);
+    return rc == AT_ECOND ? AT_ECOND : 0;
+}
+
+/* Returns 1 when k can be a key value (1 to 256 bytes, no control characters). */
+static int key_usable(const char *k)
+{
+    size_t n = k ? strlen(k) : 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 32 || k[i] == 127) return 0;
+    return n > 0 && n <= 256;
+}
+
+void at_engine_put(at_ctx *c)
+{
+    const at_resource *r = c->route->resource;
+    const char *k = at_param(c, r->sk.name);
+    json_t *key;
+    if (!key_usable(k)) {
+        at_reply_validation(c, json_pack("{s:s}", r->sk.name, "must be 1 to 256 bytes, without control characters"));
+        return;
+    }
+    if (!(key = make_key(r, c->id->instance_id, k))) {
+        at_reply_error(c, 500, "out of memory");
+        return;
+    }
+    for (int attempt = 0; attempt < AT_API_CHANGE_ATTEMPTS && put_once(c, r, key) == AT_ECOND; attempt++)
+        at_api_retry_pause(attempt);
+    if (!c->resp->status)
+        at_reply_error(c, 409, "the %s kept changing while we tried to save it; try again", r->name);
+    json_decref(key);
 }

@@ -172,9 +172,7 @@ int at_api_permitted(at_ctx *c, const at_resource *r, at_perm perm, const json_t
     return 0;
 }
 
-/* Parses If-Match: "*", or a list of entity tags ("3", W/"3", 3). Returns 1 when the
- * header is absent or matches version. */
-static int if_match(const char *h, int64_t version)
+int at_api_if_match(const char *h, int64_t version)
 {
     char want[32];
     const char *p;
@@ -203,12 +201,9 @@ static int if_match(const char *h, int64_t version)
     return 0;
 }
 
-/* Writers racing on one item retry this many times, after a short random pause that
- * grows with each round (full jitter), before giving up with 409. */
-#define CHANGE_ATTEMPTS 12
 #define CHANGE_MAX_PAUSE_MS 64
 
-static void pause_before_retry(int attempt)
+void at_api_retry_pause(int attempt)
 {
     unsigned cap = 1u << (attempt < 6 ? attempt : 6);
     if (cap > CHANGE_MAX_PAUSE_MS) cap = CHANGE_MAX_PAUSE_MS;
@@ -218,7 +213,7 @@ static void pause_before_retry(int attempt)
 json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const at_change *ch)
 {
     const char *ifm = at_request_header(c->req, "If-Match");
-    for (int attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
+    for (int attempt = 0; attempt < AT_API_CHANGE_ATTEMPTS; attempt++) {
         json_t *item, *copy, *old_version_av;
         const char *conflict = NULL;
         int64_t version;
@@ -239,7 +234,7 @@ json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const 
         /* A version that cannot move (2^63-1, or not a whole number: only an import can
          * store one) would wrap or reset; the item can no longer change. */
         stuck = at_api_version(item, &version) != 0 || version == INT64_MAX;
-        if (!if_match(ifm, version)) {
+        if (!at_api_if_match(ifm, version)) {
             at_reply_error(c, 412, "the %s is at version %" PRId64 ", not the one in If-Match; "
                                    "read it again and retry",
                            r->name, version);
@@ -275,7 +270,7 @@ json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const 
         }
         /* Someone else wrote in between: read again. With If-Match the next round
          * answers 412; without it the change is applied to the newer version. */
-        pause_before_retry(attempt);
+        at_api_retry_pause(attempt);
         continue;
     fail_copy:
         json_decref(copy);

@@ -134,6 +134,14 @@ replied:
     return 0;
 }
 
+int at_api_list_query_scope(at_ctx *c, at_list_query *lq, const char *name, const char *value)
+{
+    const char *s = at_arena_printf(c->arena, "%s|%s=%zu:%s", lq->scope, name, strlen(value), value);
+    if (!s) return AT_ENOMEM;
+    lq->scope = s;
+    return 0;
+}
+
 /* ---- the pager ---- */
 
 void at_pager_bad_cursor(at_pager *p)
@@ -360,4 +368,97 @@ void at_pager_finish(at_pager *p)
     at_buf_release(&p->last_raw);
     json_decref(p->next);
     memset(p, 0, sizeof *p);
+}
+
+/* ---- a small set, read whole and sorted ---- */
+
+/* The order of a list: its index's sort key, then the table's keys (ties), as the
+ * store orders them. */
+typedef struct order {
+    const char *attr[3];
+    int n;
+    int forward;
+} order;
+
+static void order_init(order *o, const at_query *q)
+{
+    const at_table_def *t = at_schema_table(q->table);
+    const at_index_def *ix = q->index ? at_schema_index(t, q->index) : NULL;
+    const char *names[3] = {ix ? ix->sk.name : NULL, t->pk.name, t->sk.name};
+    o->n = 0;
+    o->forward = q->forward;
+    for (int i = 0; i < 3; i++) {
+        int dup = !names[i];
+        for (int j = 0; j < o->n && !dup; j++) dup = strcmp(o->attr[j], names[i]) == 0;
+        if (!dup) o->attr[o->n++] = names[i];
+    }
+}
+
+/* Compares a and b (items or keys) in the list's order: <0 when a comes first. */
+static int order_cmp(const void *pa, const void *pb, void *po)
+{
+    const order *o = po;
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    for (int i = 0; i < o->n; i++) {
+        int ok = 0, c = at_av_compare(json_object_get(a, o->attr[i]), json_object_get(b, o->attr[i]), &ok);
+        if (ok && c) return o->forward ? c : -c;
+    }
+    return 0;
+}
+
+/* Returns 1 when item holds every attribute of the order (it is in the list's index). */
+static int ordered(const order *o, const json_t *item)
+{
+    for (int i = 0; i < o->n; i++)
+        if (!json_object_get(item, o->attr[i])) return 0;
+    return 1;
+}
+
+/* Adds the items after the cursor's position in phase, sorted into lq's order. */
+static void add_sorted(at_pager *p, int phase, const at_query *q, const json_t *items)
+{
+    const json_t *k = at_pager_start_key(p, phase, q);
+    size_t n = 0, i;
+    json_t **v, *it;
+    order o;
+    if (p->failed) return;
+    order_init(&o, q);
+    v = calloc(json_array_size(items) + 1, sizeof *v);
+    if (!v) {
+        at_reply_error(p->c, 500, "out of memory");
+        p->failed = p->done = 1;
+        return;
+    }
+    json_array_foreach(items, i, it)
+    {
+        if (ordered(&o, it) && (!k || order_cmp(&it, &k, &o) > 0)) v[n++] = it;
+    }
+    qsort_r(v, n, sizeof *v, order_cmp, &o);
+    for (i = 0; i < n && at_pager_add(p, phase, q, v[i]); i++) {
+    }
+    free(v);
+}
+
+void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *small, const char *attr,
+                        const json_t *value)
+{
+    at_query sq = lq->q;
+    at_page page = {0};
+    int rc;
+    if (p->done) return;
+    sq.index = small;
+    sq.sk = (at_clause){attr, AT_OP_EQ, value, NULL};
+    sq.forward = 1;
+    sq.limit = AT_API_SMALL_SET;
+    sq.start_key = NULL;
+    rc = at_store_query(p->c->store, &sq, &page);
+    if (rc) {
+        at_reply_store_error(p->c, rc, "list items");
+        p->failed = p->done = 1;
+    } else if (!page.last_key) {
+        add_sorted(p, phase, &lq->q, page.items); /* all of them: few */
+    } else {
+        at_pager_query(p, phase, &lq->q); /* many: page them for real */
+    }
+    at_page_release(&page);
 }

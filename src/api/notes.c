@@ -1,6 +1,5 @@
 /* Notes (SPEC §5): free-form data attached to a CRM record. The engine serves them from
  * this descriptor; their own code is the record's list, pinned notes first. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -49,27 +48,9 @@ const at_list_def at_notes_by_owner[] = {
 /* ---- the record's list: pinned notes first (docs/decisions.md, "Pinned notes") ----
  *
  * Phase 0 gives the pinned notes, phase 1 the others, both newest updated_at first,
- * both keyed for cursors on target_uuid-updated_at-index. A record with at most
- * PINNED_AT_ONCE pinned notes (nearly all) has them read whole from the pinned index
- * in one query and sorted here; with more, phase 0 pages through the updated_at index
- * filtered on is_pinned, as phase 1 does on the others. */
-
-#define PINNED_AT_ONCE 100
-
-/* Newest updated_at first, then uuid (descending, as the index reads backwards). */
-static int newest_first(const void *a, const void *b)
-{
-    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    int r = strcmp(at_item_s(y, "updated_at"), at_item_s(x, "updated_at"));
-    return r ? r : strcmp(at_item_s(y, "uuid"), at_item_s(x, "uuid"));
-}
-
-/* Returns 1 when item comes after the position (updated_at u, uuid id). */
-static int after(const json_t *item, const char *u, const char *id)
-{
-    int r = strcmp(at_item_s(item, "updated_at"), u);
-    return r ? r < 0 : strcmp(at_item_s(item, "uuid"), id) < 0;
-}
+ * both keyed for cursors on target_uuid-updated_at-index. The pinned ones are a small
+ * set read whole from the pinned index when they are few (nearly always), else paged
+ * through the updated_at index filtered on is_pinned, as phase 1 pages the others. */
 
 /* Returns the stored form of is_pinned true (a new AV), or NULL when out of memory. */
 static json_t *pinned(void)
@@ -92,59 +73,6 @@ static int pinned_filter(at_list_query *lq, at_op op)
     return at_api_list_query_filter(lq, "is_pinned", op, pinned());
 }
 
-/* Adds the pinned notes of items after the cursor's position, sorted. */
-static void add_sorted(at_pager *p, const at_query *q, const json_t *items)
-{
-    const json_t *k = at_pager_start_key(p, 0, q);
-    const char *u = k ? json_string_value(json_object_get(json_object_get(k, "updated_at"), "S")) : NULL;
-    const char *id = k ? json_string_value(json_object_get(json_object_get(k, "uuid"), "S")) : NULL;
-    size_t n = 0, i;
-    json_t **v, *it;
-    if (p->failed) return;
-    v = calloc(json_array_size(items) + 1, sizeof *v);
-    if (!v) {
-        at_reply_error(p->c, 500, "out of memory");
-        p->failed = p->done = 1;
-        return;
-    }
-    json_array_foreach(items, i, it)
-    {
-        /* Ordered by updated_at and uuid: a note without them is in no cursor's order. */
-        if (at_item_s(it, "updated_at") && at_item_s(it, "uuid") && (!k || after(it, u, id))) v[n++] = it;
-    }
-    qsort(v, n, sizeof *v, newest_first);
-    for (i = 0; i < n && at_pager_add(p, 0, q, v[i]); i++) {
-    }
-    free(v);
-}
-
-static void pinned_phase(at_pager *p, const at_list_def *l, at_list_query *lq)
-{
-    at_query pq = lq->q;
-    at_page page = {0};
-    json_t *one = pinned();
-    int rc;
-    pq.index = l->index2;
-    pq.sk = (at_clause){"is_pinned", AT_OP_EQ, one, NULL};
-    pq.forward = 1;
-    pq.limit = PINNED_AT_ONCE;
-    pq.start_key = NULL;
-    rc = one ? at_store_query(p->c->store, &pq, &page) : AT_ENOMEM;
-    if (rc) {
-        at_reply_store_error(p->c, rc, "list pinned notes");
-        p->failed = p->done = 1;
-    } else if (!page.last_key) {
-        add_sorted(p, &lq->q, page.items); /* all of them: few */
-    } else if ((rc = pinned_filter(lq, AT_OP_EQ))) {
-        at_reply_error(p->c, 500, "cannot list pinned notes (%s)", at_strerror(rc));
-        p->failed = p->done = 1;
-    } else {
-        at_pager_query(p, 0, &lq->q); /* many: page them for real */
-    }
-    at_page_release(&page);
-    json_decref(one);
-}
-
 static void list_pinned_first(at_ctx *c, const at_resource *r, const at_list_def *l)
 {
     at_list_query lq;
@@ -152,7 +80,14 @@ static void list_pinned_first(at_ctx *c, const at_resource *r, const at_list_def
     int rc;
     if (!at_api_list_query_init(c, r, l, &lq)) return;
     if (at_pager_begin(&p, c, r, lq.scope, 2)) {
-        if (at_pager_phase(&p) == 0) pinned_phase(&p, l, &lq);
+        if (at_pager_phase(&p) == 0) {
+            if ((rc = pinned_filter(&lq, AT_OP_EQ))) {
+                at_reply_error(c, 500, "cannot list notes (%s)", at_strerror(rc));
+                p.failed = p.done = 1;
+            } else {
+                at_pager_small_set(&p, 0, &lq, l->index2, "is_pinned", lq.filters[lq.q.filter.n - 1].value);
+            }
+        }
         if (!p.done && (rc = pinned_filter(&lq, AT_OP_NE))) {
             at_reply_error(c, 500, "cannot list notes (%s)", at_strerror(rc));
             p.failed = p.done = 1;

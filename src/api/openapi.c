@@ -528,6 +528,13 @@ static unsigned route_refusals(gen *g, const at_route *rt)
     case AT_RK_LIST:
         refuse(&set, 400);
         break;
+    case AT_RK_PUT:
+        refuse(&set, 400);
+        refuse(&set, 403);
+        refuse(&set, 409);
+        refuse(&set, 412);
+        refuse(&set, 413);
+        break;
     case AT_RK_OTHER:
         break;
     }
@@ -630,6 +637,12 @@ static void answers(gen *g, const at_route *rt, json_t *op)
     case AT_RK_LIST:
         snprintf(d, sizeof d, "a page of %s", r->plural);
         put(g, res, "200", item_answer(r, d, "List", 0, 0));
+        break;
+    case AT_RK_PUT:
+        snprintf(d, sizeof d, "the new %s; Location is its URL, ETag its version", r->name);
+        put(g, res, "201", item_answer(r, d, "", 1, 1));
+        snprintf(d, sizeof d, "the %s as replaced; ETag is its version", r->name);
+        put(g, res, "200", item_answer(r, d, "", 1, 0));
         break;
     case AT_RK_OTHER:
         snprintf(d, sizeof d, "%d", rt->doc->status ? rt->doc->status : 200);
@@ -737,6 +750,13 @@ static char *describe(const at_route *rt, char *d, size_t n)
         }
         break;
     }
+    case AT_RK_PUT:
+        ADD("Creates the %s the path names (201) or replaces it whole (200): fields not sent are "
+            "removed or take their default, and version moves by one. Send If-Match with the ETag "
+            "you read to be refused (412) when someone changed it since (or, with no %s there, "
+            "always). Replacing one needs %s.",
+            r->name, r->name, perm_words(r->change));
+        break;
     case AT_RK_OTHER:
         ADD("%s.", rt->doc->answer);
         break;
@@ -813,7 +833,8 @@ static void add_operation(gen *g, const at_route *rt)
                     q->schema ? schema_text(g, rt, "query schema", q->schema)
                               : json_pack("{s:s}", "type", "string"),
                     q->doc ? q->doc : q->name);
-    if (rt->kind == AT_RK_PATCH || rt->kind == AT_RK_DELETE || rt->kind == AT_RK_RESTORE)
+    if (rt->kind == AT_RK_PATCH || rt->kind == AT_RK_DELETE || rt->kind == AT_RK_RESTORE ||
+        rt->kind == AT_RK_PUT)
         push(g, params, ref("parameters", "If-Match"));
     if (json_array_size(params))
         put(g, op, "parameters", params);

@@ -145,11 +145,26 @@ int at_store_delete(at_store *s, at_table_id t, const json_t *key, const at_cond
     return s->ops->del(s, t, key, cond);
 }
 
+/* Returns 1 when a count's filter names a key attribute of the table or index queried
+ * (DynamoDB refuses those in a filter, and a count cannot check them afterwards). */
+static int count_filters_key(const at_query *q)
+{
+    const at_table_def *t = at_schema_table(q->table);
+    const at_index_def *ix = q->index ? at_schema_index(t, q->index) : NULL;
+    const char *pk = ix ? ix->pk.name : t->pk.name, *sk = ix ? ix->sk.name : t->sk.name;
+    for (size_t i = 0; i < q->filter.n; i++) {
+        const char *a = q->filter.v[i].attr;
+        if (strcmp(a, pk) == 0 || (sk && strcmp(a, sk) == 0)) return 1;
+    }
+    return 0;
+}
+
 int at_store_query(at_store *s, const at_query *q, at_page *out)
 {
     memset(out, 0, sizeof *out);
     if (!q || !valid_table(q->table) || !q->pk || q->limit < 1) return AT_EINVAL;
     if (q->index && !at_schema_index(at_schema_table(q->table), q->index)) return AT_EINVAL;
+    if ((q->flags & AT_Q_COUNT) && count_filters_key(q)) return AT_EINVAL;
     return s->ops->query(s, q, out);
 }
 

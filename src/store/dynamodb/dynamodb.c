@@ -603,6 +603,47 @@ out:
     return 0;
 }
 
+/* A count (AT_Q_COUNT): Select COUNT answers carry how many items passed the filter
+ * (evaluated by DynamoDB: no key attribute is in it, store.c checked) and no items.
+ * Whole answers are added up until limit is reached, the range ends, or the answers
+ * read the page's work bound. */
+static int count_pages(const pager *p, json_t *req, const json_t *start_key, size_t limit, at_page *out)
+{
+    json_t *resp = NULL, *lek = NULL;
+    size_t read = 0;
+    int rc = 0;
+
+    if (json_object_set_new(req, "Select", json_string("COUNT")) ||
+        (start_key && json_object_set(req, "ExclusiveStartKey", (json_t *)start_key)))
+        return AT_ENOMEM;
+    for (;;) {
+        json_t *n;
+        rc = call(p->s, AT_DDB_QUERY, req, &resp);
+        if (rc) break;
+        n = json_object_get(resp, "Count");
+        if (!json_is_integer(n) || json_integer_value(n) < 0) {
+            rc = AT_EIO;
+            break;
+        }
+        out->count += (size_t)json_integer_value(n);
+        lek = json_object_get(resp, "LastEvaluatedKey");
+        if (!json_is_object(lek) || json_object_size(lek) == 0) break; /* the end */
+        read += bytes_read(p, resp);
+        if (out->count >= limit || (p->max_read && read >= p->max_read)) {
+            out->last_key = json_incref(lek);
+            break;
+        }
+        if (json_object_set(req, "ExclusiveStartKey", lek)) {
+            rc = AT_ENOMEM;
+            break;
+        }
+        json_decref(resp);
+        resp = NULL;
+    }
+    json_decref(resp);
+    return rc;
+}
+
 /* Turns a page of AV maps into a raw page (AT_Q_RAW): the same items, packed. */
 static int to_raw(at_page *out)
 {
@@ -709,10 +750,15 @@ static int ddb_query(at_store *s, const at_query *q, at_page *out)
         goto out;
     }
     rc = expr_finish(&x, req, "FilterExpression", &fb);
-    if (!rc) rc = run_pages(&p, req, q->start_key, q->limit, out);
-    if (!rc && (q->flags & AT_Q_RAW)) rc = to_raw(out);
-    if (rc) at_page_release(out);
+    if (!rc && (q->flags & AT_Q_COUNT)) {
+        if (!(out->items = json_array())) rc = AT_ENOMEM;
+        if (!rc) rc = count_pages(&p, req, q->start_key, q->limit, out);
+    } else {
+        if (!rc) rc = run_pages(&p, req, q->start_key, q->limit, out);
+        if (!rc && (q->flags & AT_Q_RAW)) rc = to_raw(out);
+    }
 out:
+    if (rc) at_page_release(out);
     expr_release(&x);
     at_buf_release(&kb);
     at_buf_release(&fb);

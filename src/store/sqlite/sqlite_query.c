@@ -453,15 +453,20 @@ static int keep_projected(const char *name, void *arg)
 }
 
 /* Adds the stored item data (n bytes; it passed the SQL filters) to the page when it
- * passes the filters left to C. tmp is scratch space for projections. */
+ * passes the filters left to C (AT_Q_COUNT: counts it). tmp is scratch space for
+ * projections. */
 static int take_row(const qplan *p, const void *data, size_t n, at_buf *tmp, at_page *page)
 {
     const at_index_def *d = p->x->def;
     at_cond residual = {p->residual, p->nresidual};
-    int raw = !!(p->q->flags & AT_Q_RAW), rc;
+    int raw = !!(p->q->flags & AT_Q_RAW), count = !!(p->q->flags & AT_Q_COUNT), rc;
     json_t *it;
 
-    if (raw && !p->nresidual && at_packed_is(data, n)) {
+    if (count && !p->nresidual) {
+        page->count++; /* every filter was in SQL: the item is not even read */
+        return 0;
+    }
+    if (raw && !count && !p->nresidual && at_packed_is(data, n)) {
         /* The fast path: no JSON objects at all. */
         if (!d || !d->include) return at_page_add_raw(page, data, n);
         at_buf_reset(tmp);
@@ -474,6 +479,8 @@ static int take_row(const qplan *p, const void *data, size_t n, at_buf *tmp, at_
     if (d && d->include && !(it = project(p->t, d, it))) return AT_ENOMEM;
     if (!at_cond_eval(it, &residual))
         rc = 0;
+    else if (count)
+        rc = (page->count++, 0);
     else if (raw)
         rc = at_page_add_item_raw(page, it);
     else
@@ -515,8 +522,9 @@ static json_t *row_key(sqlite3_stmt *st, const qplan *p)
     return key;
 }
 
-/* Steps st and adds the wanted items to the page until it holds limit items or has
- * read max_read_bytes of stored items; last_key is then the current row's key. */
+/* Steps st and adds the wanted items to the page (AT_Q_COUNT: counts them) until it
+ * holds limit items or has read max_read_bytes of stored items; last_key is then the
+ * current row's key. */
 static int read_page(sq_conn *c, sqlite3_stmt *st, const qplan *p, at_page *page)
 {
     const at_query *q = p->q;
@@ -530,7 +538,7 @@ static int read_page(sq_conn *c, sqlite3_stmt *st, const qplan *p, at_page *page
         size_t n = (size_t)sqlite3_column_bytes(st, 0);
         read += (size_t)sqlite3_column_int64(st, 1);
         if (data && (rc = take_row(p, data, n, &tmp, page))) break;
-        if (at_page_count(page) == q->limit || read >= max) {
+        if ((q->flags & AT_Q_COUNT ? page->count : at_page_count(page)) == q->limit || read >= max) {
             page->last_key = row_key(st, p);
             rc = page->last_key ? SQLITE_DONE : AT_ENOMEM;
             break;

@@ -24,7 +24,11 @@ static int serial;
 
 static void widget_check(at_ctx *c, const at_resource *r, const json_t *old, json_t *item, json_t *errors)
 {
-    const char *colour = at_item_s(item, "colour");
+    const char *colour = at_item_s(item, "colour"), *title = at_item_s(item, "title");
+    if (title && strcmp(title, "unreadable") == 0) { /* as a check whose storage read failed */
+        at_reply_error(c, 503, "the store is unreachable; try again shortly");
+        return;
+    }
     if (colour && strcmp(colour, "red") == 0 && !json_object_get(item, "size"))
         json_object_set_new(errors, "size", json_string("required when colour is red"));
 }
@@ -72,6 +76,64 @@ static const at_list_def lists[] = {
     {NULL},
 };
 
+/* A resource served by PUT: keyed by the tenant and a key the client chooses. */
+static void knob_check(at_ctx *c, const at_resource *r, const json_t *old, json_t *item, json_t *errors)
+{
+    const char *k = at_param(c, "config_key");
+    if (!old && k && strchr(k, ' ')) json_object_set_new(errors, "config_key", json_string("no spaces"));
+}
+
+static const at_field knob_fields[] = {
+    {"config_key", AT_F_STRING, AT_FF_SERVICE, .doc = "the key (from the path)"},
+    {"value", AT_F_JSON, AT_FF_CREATE | AT_FF_REQUIRED, .doc = "anything"},
+    {"category", AT_F_STRING, AT_FF_CREATE, 1, 20, .doc = "a category"},
+    {"note", AT_F_STRING, AT_FF_CREATE, .def = "\"none\"", .doc = "a note, with a default"},
+    {NULL},
+};
+
+static const at_resource knobs = {
+    .name = "knob",
+    .plural = "knobs",
+    .table = AT_TABLE_SETTINGS,
+    .pk = {AT_SRC_TENANT, NULL},
+    .sk = {AT_SRC_PATH, "config_key"},
+    .fields = knob_fields,
+    .change = AT_PERM_OWNER,
+    .remove = AT_PERM_OWNER,
+    .view = {at_api_view_leading, NULL, at_api_view_hidden, 1},
+    .check = knob_check,
+};
+
+/* A resource with a small set in its list: pinned pins, read whole from the pinned
+ * index when few, sorted newest updated_at first. */
+static void pinned_only(at_ctx *c, const at_resource *r, const at_list_def *l);
+
+static const at_field pin_fields[] = {
+    {"target_uuid", AT_F_STRING, AT_FF_SERVICE, .doc = "the record"},
+    {"title", AT_F_STRING, AT_FF_CREATE, .doc = "a title"},
+    {"is_pinned", AT_F_FLAG, AT_FF_CREATE, .def = "false", .doc = "pinned"},
+    {NULL},
+};
+static const char *const pin_flags[] = {"is_pinned", NULL};
+
+static const at_resource pins = {
+    .name = "pin",
+    .plural = "pins",
+    .table = AT_TABLE_NOTES,
+    .pk = {AT_SRC_PATH, "target_uuid"},
+    .sk = {AT_SRC_NEW_UUID, "uuid"},
+    .fields = pin_fields,
+    .change = AT_PERM_OWNER,
+    .remove = AT_PERM_OWNER,
+    .view = {at_api_view_leading, pin_flags, at_api_view_hidden, 1},
+};
+
+static const at_list_def pin_lists[] = {
+    {.index = "target_uuid-updated_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .forward = 0,
+     .index2 = "target_uuid-is_pinned-index", .run = pinned_only, .doc = "pinned only, newest first"},
+    {NULL},
+};
+
 #define COLL "/things/{target_uuid}/widgets"
 #define ITEM "/things/{target_uuid}/widgets/{uuid}"
 static const at_route routes[] = {
@@ -81,9 +143,14 @@ static const at_route routes[] = {
     {"PATCH", ITEM, at_engine_patch, AT_R_BODY, "change", &widgets, AT_RK_PATCH, NULL},
     {"DELETE", ITEM, at_engine_delete, 0, "delete", &widgets, AT_RK_DELETE, NULL},
     {"POST", ITEM "/restore", at_engine_restore, 0, "restore", &widgets, AT_RK_RESTORE, NULL},
+    {"PUT", "/knobs/{config_key}", at_engine_put, AT_R_BODY, "put", &knobs, AT_RK_PUT, NULL},
+    {"GET", "/knobs/{config_key}", at_engine_get, 0, "read", &knobs, AT_RK_GET, NULL},
+    {"DELETE", "/knobs/{config_key}", at_engine_delete, 0, "delete", &knobs, AT_RK_DELETE, NULL},
+    {"POST", "/things/{target_uuid}/pins", at_engine_create, AT_R_BODY, "create", &pins, AT_RK_CREATE, NULL},
+    {"GET", "/things/{target_uuid}/pins", at_engine_list, 0, "list", &pins, AT_RK_LIST, pin_lists},
     {NULL, NULL, NULL, 0, NULL, NULL, AT_RK_OTHER, NULL},
 };
-enum { R_CREATE, R_LIST, R_GET, R_PATCH, R_DELETE, R_RESTORE };
+enum { R_CREATE, R_LIST, R_GET, R_PATCH, R_DELETE, R_RESTORE, R_PUT, R_KNOB_GET, R_KNOB_DELETE, R_PIN_CREATE, R_PINS };
 
 static const at_identity owner = {"11111111-1111-4111-8111-111111111111", "Owner", "tenant-a", 0};
 static const at_identity mate = {"22222222-2222-4222-8222-222222222222", "Mate", "tenant-a", 0};
@@ -96,6 +163,7 @@ typedef struct bounded {
     at_store base;
     at_store *real;
     int queries;
+    int pass; /* 1: queries go through whole (only counted) */
 } bounded;
 
 static int b_setup(at_store *s, json_t *c, json_t *e) { return at_store_setup(((bounded *)s)->real, c, e); }
@@ -118,6 +186,7 @@ static int b_query(at_store *s, const at_query *q, at_page *out)
     json_t *it;
     int rc;
     b->queries++;
+    if (b->pass) return at_store_query(b->real, q, out);
     one.limit = 1;
     one.flags = 0;
     one.filter = (at_cond){NULL, 0};
@@ -128,12 +197,8 @@ static int b_query(at_store *s, const at_query *q, at_page *out)
     if (it && !((q->flags & AT_Q_LIVE) && at_item_has(it, "deleted_at")) && at_cond_eval(it, &q->filter))
         rc = q->flags & AT_Q_RAW ? at_page_add_item_raw(out, it) : json_array_append(out->items, it);
     out->last_key = json_incref(page.last_key);
-    if (rc) {
-        at_page_release(&page);
-        return rc;
-    }
     at_page_release(&page);
-    return 0;
+    return rc;
 }
 static void b_destroy(at_store *s)
 {
@@ -611,6 +676,241 @@ static void test_lists_at_the_work_bound(void **state)
     assert_true(empty >= 3); /* w2, w5 and the other tenant's widget */
 }
 
+/* A check hook that cannot decide answers itself; the engine stops there. */
+static void test_check_that_answers(void **state)
+{
+    char id[37], ip[64];
+    const char *p[] = {"target_uuid=rec-x", ip, NULL};
+    answer a;
+    (void)state;
+    a = call(R_CREATE, &owner, p, NULL, "{\"title\":\"unreadable\"}", NULL);
+    expect_status(&a, 503);
+    answer_release(&a);
+    create(&owner, "rec-x", "{\"title\":\"fine\"}", id);
+    snprintf(ip, sizeof ip, "uuid=%s", id);
+    a = call(R_PATCH, &owner, p, NULL, "{\"title\":\"unreadable\"}", NULL);
+    expect_status(&a, 503);
+    answer_release(&a);
+    a = call(R_GET, &owner, p, NULL, NULL, NULL);
+    assert_string_equal(s(&a, "title"), "fine"); /* unchanged */
+    assert_string_equal(a.etag, "\"1\"");
+    answer_release(&a);
+}
+
+static int64_t version_of(const answer *a)
+{
+    return json_integer_value(json_object_get(a->body, "version"));
+}
+
+/* PUT: 201 when it creates, 200 when it replaces whole (owner, created_at and version
+ * go on), If-Match, permissions, validation, a key of the tenant. */
+static void test_put(void **state)
+{
+    const char *k[] = {"config_key=dial.one", NULL};
+    answer a, b;
+    char created_at[64];
+    (void)state;
+    a = call(R_PUT, &owner, k, NULL, "{\"value\":{\"n\":1},\"category\":\"c1\"}", NULL);
+    expect_status(&a, 201);
+    assert_string_equal(a.location, "/knobs/dial.one");
+    assert_string_equal(a.etag, "\"1\"");
+    assert_string_equal(s(&a, "config_key"), "dial.one");
+    assert_string_equal(s(&a, "instance_id"), "tenant-a");
+    assert_string_equal(s(&a, "owner_uuid"), owner.user_uuid);
+    assert_string_equal(s(&a, "note"), "none");
+    assert_string_equal(s(&a, "created_at"), s(&a, "updated_at"));
+    snprintf(created_at, sizeof created_at, "%s", s(&a, "created_at"));
+    answer_release(&a);
+    /* A replace: fields not sent are gone (or take their default). */
+    a = call(R_PUT, &owner, k, NULL, "{\"value\":[2],\"note\":\"set\"}", "\"1\"");
+    expect_status(&a, 200);
+    assert_string_equal(a.location, "");
+    assert_string_equal(a.etag, "\"2\"");
+    assert_null(json_object_get(a.body, "category"));
+    assert_string_equal(s(&a, "note"), "set");
+    assert_string_equal(s(&a, "created_at"), created_at);
+    assert_string_equal(s(&a, "owner_uuid"), owner.user_uuid);
+    answer_release(&a);
+    a = call(R_PUT, &owner, k, NULL, "{\"value\":3}", NULL);
+    expect_status(&a, 200);
+    assert_string_equal(s(&a, "note"), "none"); /* the default is back */
+    assert_int_equal(version_of(&a), 3);
+    answer_release(&a);
+    /* Refusals: 403 (replace), 400, 412. */
+    a = call(R_PUT, &mate, k, NULL, "{\"bogus\":1}", NULL);
+    expect_status(&a, 403);
+    answer_release(&a);
+    expect_error(call(R_PUT, &owner, k, NULL, "{}", NULL), "value", "required");
+    expect_error(call(R_PUT, &owner, k, NULL, "{\"value\":1,\"uuid\":\"x\"}", NULL), "uuid", "unknown field");
+    expect_error(call(R_PUT, &owner, k, NULL, "{\"value\":1,\"config_key\":\"x\"}", NULL), "config_key",
+                 "set by the service");
+    expect_error(call(R_PUT, &owner, k, NULL, "{\"value\":1,\"category\":\"\"}", NULL), "category", "1 to 20");
+    expect_error(call(R_PUT, &owner, k, NULL, "{\"value\":1,\"version\":9}", NULL), "version", "set by the service");
+    a = call(R_PUT, &owner, k, NULL, "{\"value\":4}", "\"2\"");
+    expect_status(&a, 412);
+    answer_release(&a);
+    /* The check hook on create: a key it refuses; a key no item can have. */
+    expect_error(call(R_PUT, &owner, (const char *const[]){"config_key=has space", NULL}, NULL, "{\"value\":1}", NULL),
+                 "config_key", "no spaces");
+    expect_error(call(R_PUT, &owner, (const char *const[]){"config_key=", NULL}, NULL, "{\"value\":1}", NULL),
+                 "config_key", "1 to 256 bytes");
+    expect_error(call(R_PUT, &owner, (const char *const[]){"config_key=a\tb", NULL}, NULL, "{\"value\":1}", NULL),
+                 "config_key", "control characters");
+    /* If-Match on a key with no item: nothing to match. */
+    a = call(R_PUT, &owner, (const char *const[]){"config_key=dial.new", NULL}, NULL, "{\"value\":1}", "*");
+    expect_status(&a, 412);
+    answer_release(&a);
+    /* Another tenant's key of the same name is its own item. */
+    a = call(R_PUT, &stranger, k, NULL, "{\"value\":\"theirs\"}", NULL);
+    expect_status(&a, 201);
+    assert_int_equal(version_of(&a), 1);
+    answer_release(&a);
+    a = call(R_KNOB_GET, &owner, k, NULL, NULL, NULL);
+    expect_status(&a, 200);
+    assert_int_equal(json_integer_value(json_object_get(a.body, "value")), 3);
+    answer_release(&a);
+    /* Deleted, then PUT again: created anew (201), its version going on. */
+    a = call(R_KNOB_DELETE, &owner, k, NULL, NULL, NULL);
+    expect_status(&a, 204);
+    answer_release(&a);
+    a = call(R_KNOB_GET, &owner, k, NULL, NULL, NULL);
+    expect_status(&a, 404);
+    answer_release(&a);
+    a = call(R_PUT, &mate, k, NULL, "{\"value\":5}", "\"4\"");
+    expect_status(&a, 412); /* the deleted item matches no If-Match */
+    answer_release(&a);
+    a = call(R_PUT, &mate, k, NULL, "{\"value\":5}", NULL);
+    expect_status(&a, 201);
+    assert_int_equal(version_of(&a), 5);
+    assert_string_equal(s(&a, "owner_uuid"), mate.user_uuid);
+    b = call(R_KNOB_GET, &owner, k, NULL, NULL, NULL);
+    assert_true(json_equal(a.body, b.body));
+    answer_release(&b);
+    answer_release(&a);
+}
+
+static const char *pins_at = "target_uuid=rec-s"; /* the record of pin() and walk_pins() */
+
+/* Creates a pin on the record pins_at. */
+static void pin(const char *title, int pinned)
+{
+    char body[128];
+    const char *p[] = {pins_at, NULL};
+    answer a;
+    snprintf(body, sizeof body, "{\"title\":\"%s\",\"is_pinned\":%s}", title, pinned ? "true" : "false");
+    a = call(R_PIN_CREATE, &owner, p, NULL, body, NULL);
+    expect_status(&a, 201);
+    answer_release(&a);
+    usleep(1200);
+}
+
+static void pinned_only(at_ctx *c, const at_resource *r, const at_list_def *l)
+{
+    at_list_query lq;
+    at_pager p;
+    json_t *one = at_av_n_int(1);
+    if (!at_api_list_query_init(c, r, l, &lq)) return;
+    if (!at_api_list_query_filter(&lq, "is_pinned", AT_OP_EQ, json_incref(one)) &&
+        at_pager_begin(&p, c, r, lq.scope, 1)) {
+        at_pager_small_set(&p, 0, &lq, l->index2, "is_pinned", one);
+        at_pager_finish(&p);
+    }
+    at_api_list_query_release(&lq);
+    json_decref(one);
+}
+
+/* Follows the pins list with limit, the first page from first_store and the rest from
+ * store; collects the titles. */
+static void walk_pins(size_t limit, at_store *first_store, char *titles, size_t n)
+{
+    char q[4400], cursor[4200] = "";
+    const char *p[] = {pins_at, NULL};
+    at_store *rest = store;
+    titles[0] = '\0';
+    store = first_store;
+    for (int pages = 0; pages < 500; pages++) {
+        answer a;
+        size_t i;
+        json_t *it;
+        snprintf(q, sizeof q, "limit=%zu%s%s", limit, cursor[0] ? "&cursor=" : "", cursor);
+        a = call(R_PINS, &owner, p, q, NULL, NULL);
+        expect_status(&a, 200);
+        json_array_foreach(json_object_get(a.body, "items"), i, it)
+        {
+            size_t len = strlen(titles);
+            snprintf(titles + len, n - len, "%s%s", len ? "," : "", json_string_value(json_object_get(it, "title")));
+        }
+        store = rest;
+        if (json_is_null(json_object_get(a.body, "next_cursor"))) {
+            answer_release(&a);
+            return;
+        }
+        snprintf(cursor, sizeof cursor, "%s", s(&a, "next_cursor"));
+        answer_release(&a);
+    }
+    fail_msg("the list does not end");
+}
+
+/* A small set: read whole and sorted when few, paged through the list's own index when
+ * many or when the store stops the read early; the same order either way, and a cursor
+ * of one way is good for the other. */
+static void test_small_set(void **state)
+{
+    char want[8192] = "", got[8192], t[16];
+    (void)state;
+    for (int i = 0; i < 12; i++) {
+        snprintf(t, sizeof t, "p%02d", i);
+        pin(t, i % 3 != 1);
+    }
+    for (int i = 11; i >= 0; i--) /* newest first, pinned only */
+        if (i % 3 != 1) snprintf(want + strlen(want), sizeof want - strlen(want), "%sp%02d", want[0] ? "," : "", i);
+    for (size_t limit = 1; limit <= 9; limit += 2) {
+        walk_pins(limit, real_store, got, sizeof got); /* read whole: 8 pinned */
+        assert_string_equal(got, want);
+        store = &wrapper->base; /* one stored item per query page: never whole */
+        walk_pins(limit, store, got, sizeof got);
+        assert_string_equal(got, want);
+        walk_pins(limit, real_store, got, sizeof got); /* first page whole, then paged */
+        assert_string_equal(got, want);
+        store = real_store;
+    }
+    /* More than AT_API_SMALL_SET pinned: paged for real, same order. */
+    want[0] = '\0';
+    for (int i = 12; i < 12 + AT_API_SMALL_SET; i++) {
+        snprintf(t, sizeof t, "p%03d", i);
+        pin(t, 1);
+    }
+    for (int i = 12 + AT_API_SMALL_SET - 1; i >= 0; i--)
+        if (i >= 12 || i % 3 != 1)
+            snprintf(want + strlen(want), sizeof want - strlen(want), i >= 12 ? "%sp%03d" : "%sp%02d", want[0] ? "," : "", i);
+    walk_pins(7, real_store, got, sizeof got);
+    assert_string_equal(got, want);
+}
+
+/* The ways counted: many pinned are a query of the pinned index, then the page's own;
+ * few are one query of the pinned index per page. */
+static void test_small_set_queries(void **state)
+{
+    char got[8192];
+    (void)state;
+    store = &wrapper->base;
+    wrapper->pass = 1;
+    wrapper->queries = 0;
+    walk_pins(AT_API_SMALL_SET, store, got, sizeof got); /* 108 pinned: 2 pages */
+    assert_int_equal(wrapper->queries, 4);
+    pins_at = "target_uuid=rec-few";
+    pin("a", 1);
+    pin("b", 0);
+    pin("c", 1);
+    wrapper->queries = 0;
+    walk_pins(1, store, got, sizeof got);
+    assert_string_equal(got, "c,a");
+    assert_int_equal(wrapper->queries, 2); /* 2 pages, one query each */
+    pins_at = "target_uuid=rec-s";
+    wrapper->pass = 0;
+    store = real_store;
+}
+
 /* An answer stops once it passes about 1 MB; the list goes on from the last item. */
 static void test_answer_cap(void **state)
 {
@@ -642,6 +942,10 @@ int main(void)
         cmocka_unit_test_setup(test_lists, use_real),
         cmocka_unit_test_setup(test_lists_at_the_work_bound, use_real),
         cmocka_unit_test_setup(test_answer_cap, use_real),
+        cmocka_unit_test_setup(test_check_that_answers, use_real),
+        cmocka_unit_test_setup(test_put, use_real),
+        cmocka_unit_test_setup(test_small_set, use_real),
+        cmocka_unit_test_setup(test_small_set_queries, use_real),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -80,12 +80,31 @@ static void test_normalize(void **state)
     assert_int_equal(at_uuid_normalize(NULL, out), AT_EINVAL);
 }
 
+/* Name-based UUIDs: RFC 9562's example, stable, and different for other names. */
+static void test_from_name(void **state)
+{
+    static const char dns[] = "6ba7b810-9dad-11d1-80b4-00c04fd430c8";
+    char a[AT_UUID_LEN + 1], b[AT_UUID_LEN + 1];
+    (void)state;
+    assert_int_equal(at_uuid_from_name(dns, "www.example.com", 15, a), 0);
+    assert_string_equal(a, "2ed6657d-e927-568b-95e1-2665a8aea6a2");
+    assert_int_equal(at_uuid_from_name("6BA7B810-9DAD-11D1-80B4-00C04FD430C8", "www.example.com", 15, b), 0);
+    assert_string_equal(a, b);
+    assert_int_equal(at_uuid_from_name(dns, "www.example.org", 15, b), 0);
+    assert_string_not_equal(a, b);
+    assert_int_equal(at_uuid_from_name(dns, "a\0b", 3, a), 0); /* all len bytes count */
+    assert_int_equal(at_uuid_from_name(dns, "a\0c", 3, b), 0);
+    assert_string_not_equal(a, b);
+    assert_int_equal(at_uuid_from_name("not-a-uuid", "x", 1, a), AT_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new),
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_from_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -844,6 +844,82 @@ static void test_filter_live(void **state)
     json_decref(red);
 }
 
+/* Counts every matching item of q, going on from each count's last_key; checks that
+ * each count that stops early counted at least limit. */
+static size_t count_all(at_query q)
+{
+    size_t total = 0;
+    json_t *start = NULL;
+    q.flags |= AT_Q_COUNT;
+    for (int guard = 0; guard < 1000; guard++) {
+        at_page pg = {0};
+        q.start_key = start;
+        assert_int_equal(at_store_query(G.s, &q, &pg), 0);
+        assert_int_equal(json_array_size(pg.items), 0); /* no items, only a number */
+        total += pg.count;
+        json_decref(start);
+        start = json_incref(pg.last_key);
+        if (start) assert_true(pg.count >= q.limit);
+        at_page_release(&pg);
+        if (!start) return total;
+    }
+    fail_msg("the count does not end");
+    return 0;
+}
+
+/* AT_Q_COUNT counts what a query would return (filters, live items, an index's sort key
+ * condition) without returning items, from any start; a filter on a key attribute of
+ * what is queried is refused. */
+static void test_count(void **state)
+{
+    char pk[96];
+    json_t *p, *red = S("red"), *one = N(1);
+    at_clause cl = {"color", AT_OP_EQ, red, NULL};
+    at_query q = {.table = AT_TABLE_NOTES, .forward = 1, .filter = {&cl, 1}, .flags = AT_Q_LIVE};
+
+    uniq(pk, sizeof pk, "count");
+    for (int i = 0; i < 40; i++) {
+        char u[16];
+        json_t *it;
+        snprintf(u, sizeof u, "c%02d", i);
+        it = at_conf_item("target_uuid", S(pk), "uuid", S(u), "color", S(i % 4 == 0 ? "red" : "blue"),
+                          "is_pinned", N(i % 5 == 0), NULL);
+        if (i % 8 == 4) json_object_set_new(it, "deleted_at", S("2024-01-01 00:00:00"));
+        put_ok(AT_TABLE_NOTES, it);
+    }
+    q.pk = p = S(pk);
+    for (size_t lim = 1; lim <= 1000; lim *= 7) {
+        q.limit = lim;
+        q.filter.n = 1;
+        q.flags = AT_Q_LIVE;
+        /* red: c00, c04 ... c36 (10), of them deleted c04, c12, c20, c28, c36 */
+        assert_int_equal(count_all(q), 5);
+        q.filter.n = 0;
+        assert_int_equal(count_all(q), 35);
+        q.flags = 0;
+        assert_int_equal(count_all(q), 40);
+        /* On an index, with its sort key condition: pinned are c00,c05,...,c35 (8), of
+         * them c20 is deleted. */
+        q.index = "target_uuid-is_pinned-index";
+        q.sk = (at_clause){"is_pinned", AT_OP_EQ, one, NULL};
+        q.flags = AT_Q_LIVE;
+        assert_int_equal(count_all(q), 7);
+        q.index = NULL;
+        q.sk = (at_clause){NULL, AT_OP_EQ, NULL, NULL};
+    }
+    {
+        at_clause bad = {"uuid", AT_OP_EQ, red, NULL};
+        at_page pg = {0};
+        q.filter = (at_cond){&bad, 1};
+        q.flags = AT_Q_COUNT;
+        assert_int_equal(at_store_query(G.s, &q, &pg), AT_EINVAL);
+        at_page_release(&pg);
+    }
+    json_decref(p);
+    json_decref(red);
+    json_decref(one);
+}
+
 /* An INCLUDE-projection index returns the keys and the included attributes only. */
 static void test_include_projection(void **state)
 {
@@ -1275,6 +1351,7 @@ int at_conformance_run(const char *suite_name, at_conf_open open, void *ctx)
         cmocka_unit_test(test_paging_ties),
         cmocka_unit_test(test_paging_exact),
         cmocka_unit_test(test_filter_live),
+        cmocka_unit_test(test_count),
         cmocka_unit_test(test_include_projection),
         cmocka_unit_test(test_read_bound),
         cmocka_unit_test(test_tenant_filter),

@@ -491,6 +491,27 @@ static void test_query_loops_past_filtered_items(void **state)
     json_decref(pk);
 }
 
+/* A count is Select COUNT: one request for a small partition, whatever the limit. */
+static void test_count_is_select_count(void **state)
+{
+    at_store *s;
+    json_t *pk = at_av_s("t-count");
+    at_query q = {AT_TABLE_NOTES, NULL, pk, {0}, 1, 3, NULL, {0}, AT_Q_LIVE | AT_Q_COUNT};
+    at_page pg = {0};
+    (void)state;
+    need_dynalite();
+    s = store();
+    put_notes(s, "t-count", 12, 4); /* u00..u03 soft-deleted */
+    at_ddb_client_reset_stats(at_dynamodb_client(s));
+    assert_int_equal(at_store_query(s, &q, &pg), 0);
+    assert_int_equal(reqs(s, AT_DDB_QUERY), 1);
+    assert_int_equal(pg.count, 8); /* the whole answer counted, past limit */
+    assert_int_equal(json_array_size(pg.items), 0);
+    assert_null(pg.last_key);
+    at_page_release(&pg);
+    json_decref(pk);
+}
+
 static void test_filters_on_key_attributes(void **state)
 {
     at_store *s;
@@ -869,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_error_mapping),
         cmocka_unit_test(test_query_page_is_one_request),
         cmocka_unit_test(test_query_loops_past_filtered_items),
+        cmocka_unit_test(test_count_is_select_count),
         cmocka_unit_test(test_filters_on_key_attributes),
         cmocka_unit_test(test_ttl_items_are_never_served),
         cmocka_unit_test(test_batch_put_and_scan),
