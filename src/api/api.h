@@ -61,6 +61,14 @@ void at_notifications_unread_count(at_ctx *c);
 void at_notifications_mark_all_read(at_ctx *c);
 extern const at_route_doc at_notifications_inbox_doc, at_notifications_unread_count_doc,
     at_notifications_mark_all_read_doc;
+extern const at_resource at_tasks;
+extern const at_list_def at_tasks_lists[];     /* GET /tasks: the index table (tasks_list.c) */
+extern const at_list_def at_tasks_by_target[]; /* GET /targets/{target_uuid}/tasks */
+extern const at_list_def at_tasks_by_user[];   /* GET /users/{user_uuid}/tasks?role= */
+extern const at_route_doc at_tasks_list_doc, at_tasks_by_user_doc;
+void at_tasks_counters(at_ctx *c);    /* GET /tasks/counters (tasks_counters.c) */
+void at_reports_tasks(at_ctx *c);     /* GET /reports/tasks (reports.c) */
+extern const at_route_doc at_tasks_counters_doc, at_reports_tasks_doc;
 
 /* ---- items as answers (item.c) ---- */
 
