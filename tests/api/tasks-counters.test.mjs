@@ -179,6 +179,32 @@ describe('the cached counters', () => {
     assert.equal(now.by_status.done, 1);
   });
 
+  test('over 5,000 tasks, a change leaves the tenant\'s counters to the next read (never served stale)', async () => {
+    const u = C.user();
+    const items = Array.from({ length: 5010 }, (_, i) => ({
+      instance_id: { S: u.instance_id },
+      uuid: { S: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}` },
+      title: { S: 'bulk' },
+      status: { S: STATUSES[i % 5] },
+      owner_uuid: { S: u.sub },
+      created_at: { N: String(1700000000 + i) },
+      updated_at: { N: String(1700000000 + i) },
+      version: { N: '1' },
+    }));
+    await importItems('tasks', items);
+    const before = await counters(u);
+    assert.equal(before.total, 5010);
+    const key = `tasks#${u.instance_id}`;
+    const cachedAt = async () => (await exportTable('tasks_counters')).find((it) => it.counter_seq_key.S === key)?.changes?.N;
+    const was = await cachedAt();
+    assertStatus(await C.req(u, 'PATCH', `/tasks/${items[0].uuid.S}`, { json: { status: 'done' } }), 200);
+    assert.equal(await cachedAt(), was, 'not recalculated in the change\'s request');
+    const now = await counters(u);
+    assert.equal(now.by_status.open, before.by_status.open - 1);
+    assert.equal(now.by_status.done, before.by_status.done + 1);
+    assert.notEqual(await cachedAt(), was, 'recalculated by the read');
+  });
+
   test('a task becomes overdue as time passes, with no change: the cached counters see it', async () => {
     const u = C.user();
     await C.req(u, 'POST', '/tasks', { json: { title: 'soon', due_at: nowS() + 2 } });
