@@ -361,14 +361,17 @@ static void keep_report(at_ctx *c, const report *R, const json_t *doc)
 }
 
 /* Keeps an unfinished report's sums and position, when no other request moved it on
- * meanwhile (its step is still the one read). Returns 0, AT_ECOND (moved on: not an
+ * meanwhile (its step is still the one read; a first step, where there is none, or
+ * only an expired one: DynamoDB keeps expired items until its TTL sweeper deletes them,
+ * hidden from reads but not from conditions). Returns 0, AT_ECOND (moved on: not an
  * error), AT_ETOOBIG (too many groups to keep) or AT_*. */
 static int keep_state(at_ctx *c, const report *R)
 {
     json_t *state = json_pack("{s:O, s:I}", "groups", R->groups, "read", (json_int_t)R->read), *item = NULL,
-           *was = at_av_n_int(R->step);
+           *was = at_av_n_int(R->step), *now = at_av_n_int(R->now);
     char *text = state ? json_dumps(state, JSON_COMPACT) : NULL, *lk = json_dumps(R->last_key, JSON_COMPACT);
-    at_clause same = {"step", AT_OP_EQ, was, NULL}, none = {"cache_key", AT_OP_NOT_EXISTS, NULL, NULL};
+    at_clause same = {"step", AT_OP_EQ, was, NULL}, none = {"cache_key", AT_OP_NOT_EXISTS, NULL, NULL},
+              expired = {"ExpirationTime", AT_OP_LT, now, NULL};
     at_cond cond = {R->step ? &same : &none, 1};
     int rc = AT_ENOMEM;
     if (text && lk && strlen(text) + strlen(lk) > MAX_KEPT)
@@ -377,10 +380,15 @@ static int keep_state(at_ctx *c, const report *R)
         item = json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:o}", "cache_key", "S", R->key, "instance_id",
                          "S", c->id->instance_id, "state", "S", text, "last_key", "S", lk, "step",
                          at_av_n_int(R->step + 1), "ExpirationTime", at_av_n_int(R->now + PARTIAL_TTL));
-    if (item) rc = at_store_put(c->store, AT_TABLE_REPORTS_CACHE, item, &cond);
+    if (item && now) rc = at_store_put(c->store, AT_TABLE_REPORTS_CACHE, item, &cond);
+    if (rc == AT_ECOND && !R->step) {
+        cond.v = &expired;
+        rc = at_store_put(c->store, AT_TABLE_REPORTS_CACHE, item, &cond);
+    }
     json_decref(item);
     json_decref(state);
     json_decref(was);
+    json_decref(now);
     free(text);
     free(lk);
     return rc;
