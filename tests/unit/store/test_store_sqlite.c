@@ -269,6 +269,7 @@ static void test_twins_of_tenant_keyed_tables(void **state)
     free(old);
     at_store_free(s);
     json_decref(seen);
+    json_decref(start);
     json_decref(t1);
     json_decref(inst);
     json_decref(other);
