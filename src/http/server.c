@@ -23,6 +23,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -466,9 +467,14 @@ static rlim_t raise_fd_limit(rlim_t want)
     return rl.rlim_cur;
 }
 
+/* Returns the number of polling threads: one per CPU this process may run on (its
+ * affinity mask, so `taskset` or a cpuset limits it too), between 1 and 16. */
 static unsigned polling_threads(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     if (n > 16) n = 16;
     return (unsigned)n;
