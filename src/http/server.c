@@ -578,10 +578,12 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
 out:
     /* Workers first: each finishes its request and resumes its connection (a request
      * that arrives meanwhile gets 503), so none is left suspended when the library
-     * stops, which it does not allow. The guard last: the library's CLOSED
-     * notifications reach it until the daemon is stopped. */
-    at_workers_free(srv.workers);
+     * stops, which it does not allow. The pool is freed only once the daemon is
+     * stopped: until then a polling thread may still submit (and be refused). The guard
+     * last: the library's CLOSED notifications reach it until the daemon is stopped. */
+    at_workers_stop(srv.workers);
     if (d) MHD_stop_daemon(d);
+    at_workers_free(srv.workers);
     at_guard_free(srv.guard);
     return rc;
 }
