@@ -14,19 +14,27 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "actionstools/hmac.h"
+
 #define AT_CURSOR_KEY_LEN 32
 #define AT_CURSOR_MAC_LEN 16   /* bytes of the HMAC kept in a cursor (128 bits) */
 #define AT_CURSOR_MAX_LEN 4096 /* longest cursor made or accepted, in characters */
 
 typedef struct at_cursor_key {
     unsigned char k[AT_CURSOR_KEY_LEN];
+    at_hmac mac; /* HMAC-SHA256 with k, prepared once (hmac.h) */
 } at_cursor_key;
 
-/* Derives the cursor key from a secret (len bytes at secret; NULL only when len is 0):
+/* Derives the cursor key from a secret (len bytes at secret; NULL only when len is 0)
+ * into key, which is zeroed or holds an earlier key (released first); release it with
+ * at_cursor_key_release:
  * HMAC-SHA256(secret, fixed label), so the cursor key is never the JWT secret itself
  * and a cursor MAC reveals nothing about it. Returns 0, or AT_EIO when OpenSSL fails
  * (the key is then all zero). */
 int at_cursor_key_derive(at_cursor_key *key /* OUT */, const void *secret, size_t len);
+
+/* Frees what a derived key holds and wipes it. Accepts a zeroed key. */
+void at_cursor_key_release(at_cursor_key *key);
 
 typedef struct at_store at_store;
 

@@ -21,6 +21,12 @@ int at_log_enabled(at_log_level level);
 void at_log_json(at_log_level level, const char *msg, json_t *fields);
 
 /* Writes {"time", "level", "msg"} with a printf-formatted message. */
+/* Writes the one info line of an HTTP request (msg "request"), with the fields of the
+ * JSON line at_log_json would write for them, formatted without building JSON objects
+ * (it runs for every request). user may be NULL (written as null). */
+void at_log_request(const char *request_id, const char *method, const char *path, int status,
+                    double duration_ms, const char *user);
+
 void at_log(at_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "actionstools/log.h"
+#include "actionstools/av.h"
+#include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
@@ -73,6 +75,29 @@ void at_log_json(at_log_level level, const char *msg, json_t *fields)
         }
     }
     free(text);
+}
+
+void at_log_request(const char *request_id, const char *method, const char *path, int status,
+                    double duration_ms, const char *user)
+{
+    char ts[32];
+    at_buf b;
+    int rc;
+
+    if (!at_log_enabled(AT_LOG_INFO)) return;
+    at_time_rfc3339(at_now_us(), ts);
+    at_buf_init(&b, 1u << 20);
+    rc = at_buf_printf(&b, "{\"time\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":", ts);
+    if (!rc) rc = at_json_write_string(&b, request_id, strlen(request_id));
+    if (!rc) rc = at_buf_adds(&b, ",\"method\":");
+    if (!rc) rc = at_json_write_string(&b, method, strlen(method));
+    if (!rc) rc = at_buf_adds(&b, ",\"path\":");
+    if (!rc) rc = at_json_write_string(&b, path, strlen(path));
+    if (!rc) rc = at_buf_printf(&b, ",\"status\":%d,\"duration_ms\":%.6g,\"user\":", status, duration_ms);
+    if (!rc) rc = user ? at_json_write_string(&b, user, strlen(user)) : at_buf_adds(&b, "null");
+    if (!rc) rc = at_buf_adds(&b, "}\n");
+    if (!rc) write_all(STDERR_FILENO, b.ptr, b.len);
+    at_buf_release(&b);
 }
 
 void at_log(at_log_level level, const char *fmt, ...)

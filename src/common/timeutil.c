@@ -46,13 +46,28 @@ void at_timestamp_format(int64_t us, char out[AT_TIMESTAMP_LEN + 1])
 
 void at_time_rfc3339(int64_t us, char out[32])
 {
+    /* Log lines ask for the time many times a second: the date and time of the last
+     * second a thread formatted are kept. */
+    static __thread time_t last_sec = -1;
+    static __thread char last[20];
     struct tm tm;
     time_t sec;
     int frac;
+    unsigned ms;
     split(us, &sec, &frac);
-    gmtime_r(&sec, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + 19, 32 - 19, ".%03uZ", ((unsigned)frac / 1000u) % 1000u);
+    if (sec != last_sec) {
+        gmtime_r(&sec, &tm);
+        strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%S", &tm);
+        last_sec = sec;
+    }
+    memcpy(out, last, 19);
+    ms = ((unsigned)frac / 1000u) % 1000u;
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
 }
 
 /* Reads exactly n digits. Returns the value or -1. */

@@ -88,6 +88,7 @@ void at_app_free(at_app *app)
     at_router_free(app->router);
     at_jwt_verifier_free(app->jwt);
     at_api_docs_free(app->docs);
+    at_cursor_key_release(&app->cursor_key);
     free(app);
 }
 
@@ -267,14 +268,8 @@ out:
 /* One JSON log line per request (SPEC §4); method and path as shown(). */
 static void log_request(const char *method, const char *path, const at_response *resp, int64_t t0)
 {
-    json_t *f;
-    double ms = (double)(at_monotonic_us() - t0) / 1000.0;
-    if (!at_log_enabled(AT_LOG_INFO)) return;
-    f = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s?}", "request_id", resp->request_id, "method",
-                  method, "path", path, "status", resp->status, "duration_ms", ms, "user",
-                  resp->user);
-    at_log_json(AT_LOG_INFO, "request", f);
-    json_decref(f);
+    at_log_request(resp->request_id, method, path, resp->status,
+                   (double)(at_monotonic_us() - t0) / 1000.0, resp->user);
 }
 
 /* The steps every answer shares, before and after its body is made. */

@@ -22,16 +22,24 @@ static const char label[] = "actionstools list cursor key v1";
 int at_cursor_key_derive(at_cursor_key *key, const void *secret, size_t len)
 {
     static const unsigned char empty[1];
-    unsigned int n = 0;
-    if (len > INT_MAX ||
-        !HMAC(EVP_sha256(), secret && len ? secret : empty, (int)len, (const unsigned char *)label,
-              sizeof label - 1, key->k, &n) ||
-        n != AT_CURSOR_KEY_LEN) {
-        OPENSSL_cleanse(key->k, sizeof key->k);
-        ERR_clear_error();
+    at_hmac h;
+    int rc;
+    at_cursor_key_release(key);
+    rc = at_hmac_init(&h, secret && len ? secret : empty, len);
+    if (!rc) rc = at_hmac_sha256(&h, label, sizeof label - 1, key->k);
+    at_hmac_release(&h);
+    if (!rc) rc = at_hmac_init(&key->mac, key->k, sizeof key->k);
+    if (rc) {
+        at_cursor_key_release(key);
         return AT_EIO;
     }
     return 0;
+}
+
+void at_cursor_key_release(at_cursor_key *key)
+{
+    at_hmac_release(&key->mac);
+    OPENSSL_cleanse(key->k, sizeof key->k);
 }
 
 /* Reads the stored secret into *secret (a new reference to its text). */
@@ -97,17 +105,14 @@ static int cursor_mac(const at_cursor_key *k, const char *scope, const char *jso
 {
     int rc;
     at_buf msg;
-    unsigned char full[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
+    unsigned char full[AT_HMAC_SHA256_LEN];
 
     at_buf_init(&msg, 2 * AT_CURSOR_MAX_LEN + strlen(scope) + 1);
     rc = at_buf_adds(&msg, scope);
     if (!rc) rc = at_buf_addc(&msg, '\n');
     if (!rc) rc = at_buf_add(&msg, json, jlen);
     if (rc) goto out;
-    if (!HMAC(EVP_sha256(), k->k, sizeof k->k, (const unsigned char *)msg.ptr, msg.len, full, &n) ||
-        n < AT_CURSOR_MAC_LEN) {
-        ERR_clear_error();
+    if (at_hmac_sha256(&k->mac, msg.ptr, msg.len, full)) {
         rc = AT_EIO;
         goto out;
     }

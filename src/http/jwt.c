@@ -21,6 +21,7 @@
 #include "actionstools/buf.h"
 #include "actionstools/err.h"
 #include "actionstools/jwt.h"
+#include "actionstools/hmac.h"
 #include "actionstools/banned.h"
 
 #define HS256_LEN 32
@@ -36,6 +37,7 @@ struct at_jwt_verifier {
     alg_kind alg;
     unsigned char *secret; /* HS256 */
     size_t secret_len;
+    at_hmac mac;           /* HS256: HMAC-SHA256 with the secret, prepared once */
     EVP_PKEY *pkey; /* RS256 / ES256 */
     char *issuer;   /* NULL: not checked */
     char *audience; /* NULL: not checked */
@@ -175,6 +177,8 @@ int at_jwt_verifier_new(const at_jwt_config *cfg, at_jwt_verifier **out, char *w
             goto out;
         }
         memcpy(v->secret, secret, v->secret_len);
+        rc = at_hmac_init(&v->mac, v->secret, v->secret_len);
+        if (rc) goto out;
     }
     if (nonempty(cfg->issuer) && !(v->issuer = strdup(cfg->issuer))) rc = AT_ENOMEM;
     if (nonempty(cfg->audience) && !(v->audience = strdup(cfg->audience))) rc = AT_ENOMEM;
@@ -196,6 +200,7 @@ void at_jwt_verifier_free(at_jwt_verifier *v)
     if (!v) return;
     if (v->secret) OPENSSL_cleanse(v->secret, v->secret_len);
     free(v->secret);
+    at_hmac_release(&v->mac);
     EVP_PKEY_free(v->pkey);
     free(v->issuer);
     free(v->audience);
@@ -240,13 +245,9 @@ static int signature_ok(const at_jwt_verifier *v, const char *data, size_t len,
     unsigned char *der = NULL;
 
     if (v->alg == ALG_HS256) {
-        unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned int maclen = 0;
+        unsigned char mac[AT_HMAC_SHA256_LEN];
         if (siglen != HS256_LEN) goto out;
-        if (!HMAC(EVP_sha256(), v->secret, (int)v->secret_len, (const unsigned char *)data, len,
-                  mac, &maclen) ||
-            maclen != HS256_LEN)
-            goto out;
+        if (at_hmac_sha256(&v->mac, data, len, mac)) goto out;
         ok = CRYPTO_memcmp(mac, sig, HS256_LEN) == 0;
         goto out;
     }

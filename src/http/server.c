@@ -1,6 +1,7 @@
-/* The HTTP server: libmicrohttpd 0.9.75 in epoll mode with a small pool of polling
- * threads (about one per core), and a bounded pool of worker threads for requests that
- * may block (docs/http-server.md).
+/* The HTTP server: libmicrohttpd 0.9.75 in epoll mode, one daemon per polling thread
+ * (about one per core) sharing one listening socket, each daemon run by our own loop
+ * (loop.c), and a bounded pool of worker threads for requests that may block
+ * (docs/http-server.md).
  *
  * A request's life, in libmicrohttpd's callbacks (all on the connection's polling
  * thread unless said otherwise):
@@ -19,10 +20,13 @@
  * HTTP_MAX_CONNECTIONS. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -41,6 +45,7 @@
 #include "actionstools/uuid.h"
 #include "framing.h"
 #include "guard.h"
+#include "loop.h"
 #include "workers.h"
 #include "actionstools/banned.h"
 
@@ -66,6 +71,10 @@
 /* File descriptors kept for everything but client connections (store, DynamoDB
  * connections, logs, the listening socket, epoll and signalling fds). */
 #define FD_RESERVE 256
+/* Clients that may wait in the kernel's listen queue. */
+#define LISTEN_BACKLOG 4096
+/* Polling threads at most. */
+#define MAX_POLLERS 16
 
 typedef struct server {
     at_app *app;
@@ -74,11 +83,20 @@ typedef struct server {
     atomic_size_t released; /* bytes freed since the last trim (closed pools, big answers) */
 } server;
 
+/* A polling thread: one daemon and the loop that runs it. The library's callbacks get
+ * it as their closure. */
+typedef struct poller {
+    server *srv;
+    struct MHD_Daemon *d;
+    at_loop *loop;
+} poller;
+
 enum { P_HEADERS, P_BODY, P_QUEUED, P_READY, P_CLOSE, P_DONE };
 
 /* One request, from its request line to its completion. */
 typedef struct req_state {
     server *srv;
+    poller *poller; /* the connection's polling thread */
     struct MHD_Connection *conn;
     at_guard_conn *gc;
     at_arena arena;
@@ -127,7 +145,7 @@ static at_guard_conn *guard_conn(struct MHD_Connection *conn)
 static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
-    server *srv = cls;
+    server *srv = ((poller *)cls)->srv;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -155,7 +173,8 @@ static size_t count_params(const char *uri)
 
 static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    server *srv = cls;
+    poller *p = cls;
+    server *srv = p->srv;
     req_state *st = calloc(1, sizeof *st);
     at_guard_conn *gc = guard_conn(conn);
     size_t n = uri ? strcspn(uri, "?") : 0;
@@ -163,6 +182,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
 
     if (st) {
         st->srv = srv;
+        st->poller = p;
         st->conn = conn;
         st->gc = gc;
         st->t0 = at_monotonic_us();
@@ -204,14 +224,24 @@ static enum MHD_Result send_answer(req_state *st, int close_after)
     return ok;
 }
 
+/* Resumes st's suspended connection; its polling thread then calls the access handler
+ * again. From any thread: st may be freed by the time this returns. */
+static void resume(req_state *st)
+{
+    at_loop *loop = st->poller->loop;
+    /* The library's mutex orders the caller's writes to st before the polling thread's
+     * reads. In external mode the library does not wake the thread itself. */
+    MHD_resume_connection(st->conn);
+    at_loop_wake(loop);
+}
+
 /* Runs on a worker thread while the connection is suspended. */
 static void work(void *arg)
 {
     req_state *st = arg;
     at_app_handle(st->srv->app, &st->req, &st->resp);
     st->phase = P_READY;
-    /* The library's mutex orders the writes above before the polling thread's reads. */
-    MHD_resume_connection(st->conn);
+    resume(st);
 }
 
 static enum MHD_Result headers_arrived(req_state *st, const char *method)
@@ -269,7 +299,7 @@ static enum MHD_Result request_arrived(req_state *st)
          * as when the process stops before reading it (no answer, no write). */
         st->phase = P_CLOSE;
     }
-    if (rc) MHD_resume_connection(st->conn);
+    if (rc) resume(st);
     return MHD_YES;
 }
 
@@ -328,7 +358,7 @@ static void log_library_answer(const req_state *st, unsigned status)
 static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
-    server *srv = cls;
+    server *srv = ((poller *)cls)->srv;
     req_state *st = *con_cls;
     (void)toe;
     if (st) {
@@ -466,37 +496,90 @@ static rlim_t raise_fd_limit(rlim_t want)
     return rl.rlim_cur;
 }
 
+/* Returns the number of polling threads: one per CPU this process may run on (its
+ * affinity mask, so `taskset` or a cpuset limits it too), between 1 and 16. */
 static unsigned polling_threads(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    if (n > 16) n = 16;
+    if (n > MAX_POLLERS) n = MAX_POLLERS;
     return (unsigned)n;
+}
+
+/* Opens the listening socket, non-blocking: every polling thread's daemon waits on it
+ * and all but one find nothing to accept. Returns the fd, or -1 with errno set. */
+static int listen_on(const struct sockaddr_storage *ss, socklen_t len, int ipv6)
+{
+    int one = 1, saved;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    /* What the library sets on the sockets it opens: a restart binds at once despite
+     * connections in TIME_WAIT; an IPv6 address takes IPv6 only. */
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        (ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) ||
+        bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Starts p's daemon in external epoll mode on a duplicate of the listening socket lfd
+ * (the daemon closes its duplicate when stopped), holding at most limit connections,
+ * and the polling thread that runs it. Returns 0, or AT_EIO with errno set. */
+static int start_poller(poller *p, int lfd, unsigned flags, unsigned limit,
+                        const at_server_options *o)
+{
+    int fd = fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return AT_EIO;
+    /* The logger first: the library warns that messages about earlier options would
+     * go to its default logger otherwise. */
+    p->d = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, p,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_LISTEN_SOCKET, fd,
+                            MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_POOL_BYTES,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, p,
+                            MHD_OPTION_URI_LOG_CALLBACK, uri_log, p,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_completed, p, MHD_OPTION_END);
+    /* On failure the library may or may not have closed fd: it is left alone rather
+     * than risk closing a number reused since (serve exits). */
+    if (!p->d) return AT_EIO;
+    return at_loop_new(p->d, &p->loop) ? AT_EIO : 0;
 }
 
 int at_server_run(at_app *app, const at_server_options *o, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
-    int ipv6 = 0, sig = 0, rc;
-    struct MHD_Daemon *d = NULL;
+    int ipv6 = 0, sig = 0, rc, lfd = -1;
     const union MHD_DaemonInfo *info;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    unsigned threads = polling_threads(), slots;
+    /* Not MHD_USE_EPOLL_INTERNAL_THREAD: the library's own polling loop can leave
+     * requests unread (loop.c says how); ours runs each daemon. */
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned threads = polling_threads(), slots, npollers = 0;
     int max = o->max_connections;
     rlim_t fds;
     server srv;
+    poller pollers[MAX_POLLERS];
     at_guard_options go;
     sigset_t set;
 
     memset(&srv, 0, sizeof srv);
+    memset(pollers, 0, sizeof pollers);
     rc = resolve(o, &ss, &sslen, &ipv6, err, errlen);
     if (rc) return rc;
     if (ipv6) flags |= MHD_USE_IPv6;
 
     /* The library may hold a few more connections than HTTP_MAX_CONNECTIONS: those
-     * the guard has shed and that are not closed yet, and the unevenness of its
-     * per-thread share of the limit. */
+     * the guard has shed and that are not closed yet, and the unevenness of the
+     * polling threads' shares of the limit. */
     fds = raise_fd_limit((rlim_t)max + (rlim_t)max / 8 + 64 + FD_RESERVE + (rlim_t)o->workers);
     if (fds < (rlim_t)max + (rlim_t)max / 8 + 64 + FD_RESERVE + (rlim_t)o->workers) {
         rlim_t room = fds > FD_RESERVE + (rlim_t)o->workers + 64 + 16
@@ -536,26 +619,27 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
         goto out;
     }
 
-    /* The logger first: the library warns that messages about earlier options would
-     * go to its default logger otherwise. */
-    d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, access_handler, &srv,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                         MHD_OPTION_THREAD_POOL_SIZE, threads,
-                         MHD_OPTION_CONNECTION_LIMIT, slots,
-                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_POOL_BYTES,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout,
-                         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
-                         MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &srv,
-                         MHD_OPTION_URI_LOG_CALLBACK, uri_log, &srv,
-                         MHD_OPTION_NOTIFY_COMPLETED, request_completed, &srv, MHD_OPTION_END);
-    if (!d) {
+    lfd = listen_on(&ss, sslen, ipv6);
+    if (lfd < 0) {
         snprintf(err, errlen, "cannot listen on %s:%d (%s): is another server using the port?",
                  o->host, o->port, strerror(errno));
         rc = AT_EIO;
         goto out;
     }
-    info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    /* Each polling thread takes its share of the connection limit, as the library's
+     * thread pool did. */
+    for (; npollers < threads; npollers++) {
+        pollers[npollers].srv = &srv;
+        rc = start_poller(&pollers[npollers], lfd, flags,
+                          slots / threads + (npollers < slots % threads), o);
+        if (rc) {
+            snprintf(err, errlen, "cannot start polling thread %u of %u (%s)", npollers + 1,
+                     threads, strerror(errno));
+            npollers++; /* its daemon, if any, is stopped below */
+            goto out;
+        }
+    }
+    info = MHD_get_daemon_info(pollers[0].d, MHD_DAEMON_INFO_BIND_PORT);
     {
         int port = info ? info->port : o->port;
         json_t *f = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i}", "host", o->host, "port", port,
@@ -570,12 +654,17 @@ int at_server_run(at_app *app, const at_server_options *o, char *err, size_t err
     }
     at_log(AT_LOG_INFO, "shutting down (signal %d)", sig);
 out:
-    /* Workers first: each finishes its request and resumes its connection (a request
-     * that arrives meanwhile gets 503), so none is left suspended when the library
-     * stops, which it does not allow. The guard last: the library's CLOSED
-     * notifications reach it until the daemon is stopped. */
+    /* Workers first: each finishes its request and resumes its connection, which its
+     * polling thread answers (a request that arrives meanwhile is closed unanswered),
+     * so none is left suspended when the library stops, which it does not allow. Then
+     * the polling threads, then their daemons. The guard last: the library's CLOSED
+     * notifications reach it until the daemons are stopped. */
+    at_workers_stop(srv.workers);
+    for (unsigned i = 0; i < npollers; i++) at_loop_free(pollers[i].loop);
+    for (unsigned i = 0; i < npollers; i++)
+        if (pollers[i].d) MHD_stop_daemon(pollers[i].d);
+    if (lfd >= 0) close(lfd);
     at_workers_free(srv.workers);
-    if (d) MHD_stop_daemon(d);
     at_guard_free(srv.guard);
     return rc;
 }

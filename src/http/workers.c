@@ -109,7 +109,7 @@ size_t at_workers_load(at_workers *w)
     return n;
 }
 
-void at_workers_free(at_workers *w)
+void at_workers_stop(at_workers *w)
 {
     if (!w) return;
     pthread_mutex_lock(&w->lock);
@@ -117,6 +117,13 @@ void at_workers_free(at_workers *w)
     pthread_cond_broadcast(&w->more);
     pthread_mutex_unlock(&w->lock);
     for (size_t i = 0; i < w->nthreads; i++) pthread_join(w->threads[i], NULL);
+    w->nthreads = 0; /* joined */
+}
+
+void at_workers_free(at_workers *w)
+{
+    if (!w) return;
+    at_workers_stop(w);
     pthread_cond_destroy(&w->more);
     pthread_mutex_destroy(&w->lock);
     free(w->threads);

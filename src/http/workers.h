@@ -20,8 +20,13 @@ int at_workers_submit(at_workers *w, at_work_fn fn, void *arg);
 /* Returns the number of jobs queued or running now (for the log). */
 size_t at_workers_load(at_workers *w);
 
-/* Stops taking jobs, runs every job already queued, joins the threads and frees the
- * pool. Accepts NULL. */
+/* Stops taking jobs (at_workers_submit says AT_EUNAVAIL from now on), runs every job
+ * already queued and joins the threads; the pool stays valid for at_workers_submit
+ * until at_workers_free. Call it from one thread. Accepts NULL. */
+void at_workers_stop(at_workers *w);
+
+/* Stops the pool as at_workers_stop does (if it is not stopped yet) and frees it. No
+ * thread may use it any more. Accepts NULL. */
 void at_workers_free(at_workers *w);
 
 #endif

@@ -142,6 +142,7 @@ static void test_wrong_scope_and_key(void **state)
     at_cursor_key same;
     json_t *out = NULL;
     (void)state;
+    memset(&same, 0, sizeof same);
     expect_refused(&KEY, "notes|tenant-2|7b0c2a4e-8f7e-4a39-9a53-1f6f3f3c2d10", c);
     expect_refused(&KEY, "comments|tenant-1|7b0c2a4e-8f7e-4a39-9a53-1f6f3f3c2d10", c);
     expect_refused(&KEY, SCOPE "x", c);
@@ -161,6 +162,7 @@ static void test_wrong_scope_and_key(void **state)
     /* An empty secret still derives a (well-defined) key. */
     assert_int_equal(at_cursor_key_derive(&same, NULL, 0), 0);
     assert_memory_not_equal(same.k, KEY.k, sizeof same.k);
+    at_cursor_key_release(&same);
     json_decref(p);
     free(c);
 }

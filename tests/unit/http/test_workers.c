@@ -1,5 +1,5 @@
 /* Unit tests of src/http/workers.c: jobs run, the queue's cap refuses, stopping runs
- * what was queued and refuses the rest. */
+ * what was queued and refuses the rest, and the stopped pool refuses until it is freed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,11 +72,30 @@ static void test_full_queue_refuses(void **state)
     assert_int_equal(atomic_load(&ran), 5);
 }
 
+/* Stopping runs what was queued; the pool then refuses jobs until it is freed (the
+ * server's polling threads may still submit while they shut down). */
+static void test_stopped_pool_refuses_until_freed(void **state)
+{
+    at_workers *w;
+    (void)state;
+    atomic_store(&ran, 0);
+    assert_int_equal(at_workers_new(2, 100, &w), 0);
+    for (int i = 0; i < 50; i++) assert_int_equal(at_workers_submit(w, count, NULL), 0);
+    at_workers_stop(w);
+    assert_int_equal(atomic_load(&ran), 50);
+    assert_int_equal(at_workers_submit(w, count, NULL), AT_EUNAVAIL);
+    assert_int_equal(at_workers_load(w), 0);
+    at_workers_stop(w); /* again: nothing to do */
+    at_workers_free(w);
+    assert_int_equal(atomic_load(&ran), 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_every_job),
         cmocka_unit_test(test_full_queue_refuses),
+        cmocka_unit_test(test_stopped_pool_refuses_until_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
