@@ -86,8 +86,15 @@ describe('tasks: create and read', () => {
     assertStatus(again, 200);
     assert.deepEqual(again.body, first.body);
     assertError(await C.req(C.mate(u), 'POST', '/tasks', { json: { uuid: id, title: 'mine?' } }), 409);
+    // of the same record too (SPEC §3): the same uuid for another record is 409
+    assertError(await C.req(u, 'POST', '/tasks', { json: { uuid: id, title: 'once', target_uuid: 'other' } }), 409,
+      { message: `the uuid ${id} cannot be used for a new task; send a new uuid or none` });
+    const onRecord = uuid();
+    assertStatus(await C.req(u, 'POST', '/tasks', { json: { uuid: onRecord, title: 'r', target_uuid: 'acc-7' } }), 201);
+    assertStatus(await C.req(u, 'POST', '/tasks', { json: { uuid: onRecord, title: 'r', target_uuid: 'acc-7' } }), 200);
+    assertError(await C.req(u, 'POST', '/tasks', { json: { uuid: onRecord, title: 'r' } }), 409);
     const next = await create(u, { title: 'next' });
-    assert.equal(next.item_number, first.body.item_number + 1, 'the retry took no number');
+    assert.equal(next.item_number, first.body.item_number + 2, 'the retries took no number (one task between)');
   });
 });
 
