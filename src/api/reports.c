@@ -27,10 +27,10 @@
 #include "actionstools/banned.h"
 
 #define COPY_INDEX "instance_id-created_at-index-copy"
-#define REPORT_TTL 60          /* seconds a finished report is served from the cache */
-#define PARTIAL_TTL 600        /* seconds the sums of an unfinished report are kept */
-#define PAGES_PER_REQUEST 32   /* store pages one request reads (each at most 1 MB) */
-#define PAGE_ITEMS 10000       /* items one page asks for (the work bound comes first) */
+#define REPORT_TTL 60        /* seconds a finished report is served from the cache */
+#define PARTIAL_TTL 600      /* seconds the sums of an unfinished report are kept */
+#define PAGES_PER_REQUEST 32 /* store pages one request reads (each at most 1 MB) */
+#define PAGE_ITEMS 10000     /* items one page asks for (the work bound comes first) */
 #define DAY 86400
 #define DEFAULT_DAYS 30
 #define MAX_DAYS 3660
@@ -89,9 +89,11 @@ static int read_request(at_ctx *c, report *R)
     memset(R, 0, sizeof *R);
     R->now = at_now_us() / 1000000;
     R->to = (R->now / DAY + 1) * DAY; /* the end of today (UTC) */
-    if (to && !(ok_to = parse_time(to, &R->to))) json_object_set_new(errors, "to", json_string(when));
+    if (to && !(ok_to = parse_time(to, &R->to)))
+        json_object_set_new(errors, "to", json_string(when));
     R->from = R->to - DEFAULT_DAYS * DAY;
-    if (from && !(ok_from = parse_time(from, &R->from))) json_object_set_new(errors, "from", json_string(when));
+    if (from && !(ok_from = parse_time(from, &R->from)))
+        json_object_set_new(errors, "from", json_string(when));
     if (ok_from && ok_to && R->to <= R->from)
         json_object_set_new(errors, "to", json_string("must be after from"));
     else if (ok_from && ok_to && R->to - R->from > (int64_t)MAX_DAYS * DAY)
@@ -122,8 +124,8 @@ static int read_request(at_ctx *c, report *R)
 /* ---- summing ---- */
 
 /* The group of a task (packed, n bytes at p), written into buf. */
-static const char *group_of(const report *R, const unsigned char *p, size_t n, int64_t created, char *buf,
-                            size_t len)
+static const char *group_of(const report *R, const unsigned char *p, size_t n, int64_t created,
+                            char *buf, size_t len)
 {
     const char *s;
     if (R->by == BY_DAY) {
@@ -156,8 +158,8 @@ static int add_task(report *R, const unsigned char *p, size_t n)
         add[OVERDUE] = at_tasks_packed_int(p, n, "due_at", &due) && due < R->now;
     }
     if (!(sums = json_object_get(R->groups, g))) {
-        sums = json_pack("[IIIIII]", (json_int_t)0, (json_int_t)0, (json_int_t)0, (json_int_t)0, (json_int_t)0,
-                         (json_int_t)0);
+        sums = json_pack("[IIIIII]", (json_int_t)0, (json_int_t)0, (json_int_t)0, (json_int_t)0,
+                         (json_int_t)0, (json_int_t)0);
         if (!sums || json_object_set_new(R->groups, g, sums)) return AT_ENOMEM;
     }
     for (int i = 0; i < NSUMS; i++) {
@@ -171,8 +173,13 @@ static int add_task(report *R, const unsigned char *p, size_t n)
 /* Reads up to PAGES_PER_REQUEST pages from where the report stopped. Returns 0 or AT_*. */
 static int run_pages(at_ctx *c, report *R)
 {
-    json_t *pk = at_av_s(c->id->instance_id), *lo = at_av_n_int(R->from), *hi = at_av_n_int(R->to - 1);
-    at_query q = {.table = AT_TABLE_TASKS, .index = COPY_INDEX, .pk = pk, .forward = 1, .limit = PAGE_ITEMS,
+    json_t *pk = at_av_s(c->id->instance_id), *lo = at_av_n_int(R->from),
+           *hi = at_av_n_int(R->to - 1);
+    at_query q = {.table = AT_TABLE_TASKS,
+                  .index = COPY_INDEX,
+                  .pk = pk,
+                  .forward = 1,
+                  .limit = PAGE_ITEMS,
                   .flags = AT_Q_LIVE | AT_Q_RAW};
     int rc = pk && lo && hi ? 0 : AT_ENOMEM;
     q.sk = (at_clause){"created_at", AT_OP_BETWEEN, lo, hi};
@@ -216,22 +223,25 @@ static json_t *group_list(const report *R)
     json_t *out = json_array(), *sums;
     if (!keys || !out) goto fail;
     if (R->by == BY_STATUS)
-        for (int i = 0; at_tasks_statuses[i]; i++) keys[k++] = at_tasks_statuses[i];
+        for (int i = 0; at_tasks_statuses[i]; i++)
+            keys[k++] = at_tasks_statuses[i];
     json_object_foreach(R->groups, key, sums)
     {
         if (!(R->by == BY_STATUS && at_tasks_status_index(key) >= 0)) keys[k++] = key;
     }
-    qsort(keys + (R->by == BY_STATUS ? AT_TASKS_NSTATUS : 0), k - (R->by == BY_STATUS ? AT_TASKS_NSTATUS : 0),
-          sizeof *keys, key_cmp);
+    qsort(keys + (R->by == BY_STATUS ? AT_TASKS_NSTATUS : 0),
+          k - (R->by == BY_STATUS ? AT_TASKS_NSTATUS : 0), sizeof *keys, key_cmp);
     for (size_t i = 0; i < k; i++) {
         int64_t v[NSUMS] = {0};
         json_t *g;
         sums = json_object_get(R->groups, keys[i]);
-        for (int j = 0; sums && j < NSUMS; j++) v[j] = json_integer_value(json_array_get(sums, (size_t)j));
-        g = json_pack("{s:s?, s:I, s:I, s:I, s:I, s:o}", "key", *keys[i] ? keys[i] : NULL, "created",
-                      (json_int_t)v[CREATED], "completed", (json_int_t)v[COMPLETED], "open", (json_int_t)v[OPEN],
-                      "overdue", (json_int_t)v[OVERDUE], "mean_seconds_to_complete",
-                      v[TIMED] ? json_integer((v[SECONDS] + v[TIMED] / 2) / v[TIMED]) : json_null());
+        for (int j = 0; sums && j < NSUMS; j++)
+            v[j] = json_integer_value(json_array_get(sums, (size_t)j));
+        g = json_pack(
+            "{s:s?, s:I, s:I, s:I, s:I, s:o}", "key", *keys[i] ? keys[i] : NULL, "created",
+            (json_int_t)v[CREATED], "completed", (json_int_t)v[COMPLETED], "open",
+            (json_int_t)v[OPEN], "overdue", (json_int_t)v[OVERDUE], "mean_seconds_to_complete",
+            v[TIMED] ? json_integer((v[SECONDS] + v[TIMED] / 2) / v[TIMED]) : json_null());
         if (!g || json_array_append_new(out, g)) goto fail;
     }
     free(keys);
@@ -245,8 +255,8 @@ fail:
 static json_t *report_json(const report *R)
 {
     json_t *groups = group_list(R);
-    return groups ? json_pack("{s:I, s:I, s:s, s:o}", "from", (json_int_t)R->from, "to", (json_int_t)R->to,
-                              "group_by", group_bys[R->by], "groups", groups)
+    return groups ? json_pack("{s:I, s:I, s:s, s:o}", "from", (json_int_t)R->from, "to",
+                              (json_int_t)R->to, "group_by", group_bys[R->by], "groups", groups)
                   : NULL;
 }
 
@@ -256,7 +266,8 @@ static int csv_field(at_buf *b, const char *s)
     int rc;
     if (!strpbrk(s, ",\"\r\n")) return at_buf_adds(b, s);
     rc = at_buf_addc(b, '"');
-    for (; !rc && *s; s++) rc = *s == '"' ? at_buf_adds(b, "\"\"") : at_buf_addc(b, *s);
+    for (; !rc && *s; s++)
+        rc = *s == '"' ? at_buf_adds(b, "\"\"") : at_buf_addc(b, *s);
     return rc ? rc : at_buf_addc(b, '"');
 }
 
@@ -279,13 +290,15 @@ static void answer(at_ctx *c, const report *R, json_t *doc)
         const char *key = json_string_value(json_object_get(g, "key"));
         if (!rc) rc = csv_field(&b, key ? key : "");
         if (!rc)
-            rc = at_buf_printf(&b, ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT
-                                   ",%" JSON_INTEGER_FORMAT ",",
+            rc = at_buf_printf(&b,
+                               ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT
+                               ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",",
                                json_integer_value(json_object_get(g, "created")),
                                json_integer_value(json_object_get(g, "completed")),
                                json_integer_value(json_object_get(g, "open")),
                                json_integer_value(json_object_get(g, "overdue")));
-        if (!rc && json_is_integer(mean)) rc = at_buf_printf(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(mean));
+        if (!rc && json_is_integer(mean))
+            rc = at_buf_printf(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(mean));
         if (!rc) rc = at_buf_adds(&b, "\r\n");
     }
     if (rc) {
@@ -351,9 +364,9 @@ static void keep_report(at_ctx *c, const report *R, const json_t *doc)
 {
     char *text = json_dumps(doc, JSON_COMPACT);
     json_t *item = text && strlen(text) <= MAX_KEPT
-                       ? json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:o}", "cache_key", "S", R->key, "instance_id",
-                                   "S", c->id->instance_id, "report", "S", text, "ExpirationTime",
-                                   at_av_n_int(R->now + REPORT_TTL))
+                       ? json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:o}", "cache_key", "S", R->key,
+                                   "instance_id", "S", c->id->instance_id, "report", "S", text,
+                                   "ExpirationTime", at_av_n_int(R->now + REPORT_TTL))
                        : NULL;
     if (item) at_store_put(c->store, AT_TABLE_REPORTS_CACHE, item, NULL);
     json_decref(item);
@@ -367,19 +380,22 @@ static void keep_report(at_ctx *c, const report *R, const json_t *doc)
  * error), AT_ETOOBIG (too many groups to keep) or AT_*. */
 static int keep_state(at_ctx *c, const report *R)
 {
-    json_t *state = json_pack("{s:O, s:I}", "groups", R->groups, "read", (json_int_t)R->read), *item = NULL,
-           *was = at_av_n_int(R->step), *now = at_av_n_int(R->now);
-    char *text = state ? json_dumps(state, JSON_COMPACT) : NULL, *lk = json_dumps(R->last_key, JSON_COMPACT);
-    at_clause same = {"step", AT_OP_EQ, was, NULL}, none = {"cache_key", AT_OP_NOT_EXISTS, NULL, NULL},
+    json_t *state = json_pack("{s:O, s:I}", "groups", R->groups, "read", (json_int_t)R->read),
+           *item = NULL, *was = at_av_n_int(R->step), *now = at_av_n_int(R->now);
+    char *text = state ? json_dumps(state, JSON_COMPACT) : NULL,
+         *lk = json_dumps(R->last_key, JSON_COMPACT);
+    at_clause same = {"step", AT_OP_EQ, was, NULL},
+              none = {"cache_key", AT_OP_NOT_EXISTS, NULL, NULL},
               expired = {"ExpirationTime", AT_OP_LT, now, NULL};
     at_cond cond = {R->step ? &same : &none, 1};
     int rc = AT_ENOMEM;
     if (text && lk && strlen(text) + strlen(lk) > MAX_KEPT)
         rc = AT_ETOOBIG;
     else if (text && lk && was)
-        item = json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:o}", "cache_key", "S", R->key, "instance_id",
-                         "S", c->id->instance_id, "state", "S", text, "last_key", "S", lk, "step",
-                         at_av_n_int(R->step + 1), "ExpirationTime", at_av_n_int(R->now + PARTIAL_TTL));
+        item = json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:o}", "cache_key", "S", R->key,
+                         "instance_id", "S", c->id->instance_id, "state", "S", text, "last_key",
+                         "S", lk, "step", at_av_n_int(R->step + 1), "ExpirationTime",
+                         at_av_n_int(R->now + PARTIAL_TTL));
     if (item && now) rc = at_store_put(c->store, AT_TABLE_REPORTS_CACHE, item, &cond);
     if (rc == AT_ECOND && !R->step) {
         cond.v = &expired;
@@ -413,16 +429,18 @@ void at_reports_tasks(at_ctx *c)
     } else if (doc) {
         answer(c, &R, doc);
     } else if ((rc = keep_state(c, &R)) == AT_ETOOBIG) {
-        at_reply_error(c, 413, "the report has too many groups to keep while it is computed; ask for a "
-                               "shorter range (from, to) or group_by=status");
+        at_reply_error(c, 413,
+                       "the report has too many groups to keep while it is computed; ask for a "
+                       "shorter range (from, to) or group_by=status");
     } else if (rc && rc != AT_ECOND) {
         at_reply_store_error(c, rc, "keep a report's progress");
     } else {
         snprintf(ra, sizeof ra, "%d", 1);
         at_set_header(c, "Retry-After", ra);
-        at_reply_json(c, 202, json_pack("{s:s, s:I, s:I, s:I, s:s}", "status", "computing", "tasks_read",
-                                        (json_int_t)R.read, "from", (json_int_t)R.from, "to", (json_int_t)R.to,
-                                        "group_by", group_bys[R.by]));
+        at_reply_json(c, 202,
+                      json_pack("{s:s, s:I, s:I, s:I, s:s}", "status", "computing", "tasks_read",
+                                (json_int_t)R.read, "from", (json_int_t)R.from, "to",
+                                (json_int_t)R.to, "group_by", group_bys[R.by]));
     }
 out:
     json_decref(doc);
@@ -434,9 +452,12 @@ static const at_doc_param report_params[] = {
     {"from", "{\"type\": \"string\", \"example\": \"2026-01-01\"}",
      "the start (included): epoch seconds or a UTC date; default: 30 days before to"},
     {"to", "{\"type\": \"string\", \"example\": \"2026-02-01\"}",
-     "the end (excluded): epoch seconds or a UTC date, at most 3660 days after from; default: the end "
+     "the end (excluded): epoch seconds or a UTC date, at most 3660 days after from; default: the "
+     "end "
      "of today (UTC)"},
-    {"group_by", "{\"type\": \"string\", \"enum\": [\"status\", \"assignee\", \"day\"], \"default\": \"status\"}",
+    {"group_by",
+     "{\"type\": \"string\", \"enum\": [\"status\", \"assignee\", \"day\"], \"default\": "
+     "\"status\"}",
      "status (all five, in order), assignee (key null: nobody) or day (of created_at, UTC)"},
     {"format", "{\"type\": \"string\", \"enum\": [\"json\", \"csv\"]}",
      "csv: the groups as CSV with a header row (as Accept: text/csv); default: JSON"},
@@ -446,28 +467,35 @@ static const at_doc_param report_params[] = {
 const at_route_doc at_reports_tasks_doc = {
     .tag = "tasks",
     .media_types = "application/json, text/csv",
-    .schema = "{\"type\": \"object\", \"required\": [\"from\", \"to\", \"group_by\", \"groups\"], \"properties\": {"
-              "\"from\": {\"type\": \"integer\"}, \"to\": {\"type\": \"integer\"}, "
-              "\"group_by\": {\"type\": \"string\", \"enum\": [\"status\", \"assignee\", \"day\"]}, "
-              "\"groups\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": [\"key\", "
-              "\"created\", \"completed\", \"open\", \"overdue\", \"mean_seconds_to_complete\"], "
-              "\"properties\": {\"key\": {\"type\": \"string\", \"nullable\": true}, "
-              "\"created\": {\"type\": \"integer\", \"minimum\": 0}, "
-              "\"completed\": {\"type\": \"integer\", \"minimum\": 0}, "
-              "\"open\": {\"type\": \"integer\", \"minimum\": 0}, "
-              "\"overdue\": {\"type\": \"integer\", \"minimum\": 0}, "
-              "\"mean_seconds_to_complete\": {\"type\": \"integer\", \"nullable\": true}}}}}}",
-    .answer = "per group, of the tasks created in [from, to): how many were created, are done (completed), "
-              "are still to do (open: not done or cancelled), of those are overdue now, and their mean "
-              "seconds from created_at to completed_at (null: none done); kept 60 s",
+    .schema =
+        "{\"type\": \"object\", \"required\": [\"from\", \"to\", \"group_by\", \"groups\"], "
+        "\"properties\": {"
+        "\"from\": {\"type\": \"integer\"}, \"to\": {\"type\": \"integer\"}, "
+        "\"group_by\": {\"type\": \"string\", \"enum\": [\"status\", \"assignee\", \"day\"]}, "
+        "\"groups\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": "
+        "[\"key\", "
+        "\"created\", \"completed\", \"open\", \"overdue\", \"mean_seconds_to_complete\"], "
+        "\"properties\": {\"key\": {\"type\": \"string\", \"nullable\": true}, "
+        "\"created\": {\"type\": \"integer\", \"minimum\": 0}, "
+        "\"completed\": {\"type\": \"integer\", \"minimum\": 0}, "
+        "\"open\": {\"type\": \"integer\", \"minimum\": 0}, "
+        "\"overdue\": {\"type\": \"integer\", \"minimum\": 0}, "
+        "\"mean_seconds_to_complete\": {\"type\": \"integer\", \"nullable\": true}}}}}}",
+    .answer =
+        "per group, of the tasks created in [from, to): how many were created, are done "
+        "(completed), "
+        "are still to do (open: not done or cancelled), of those are overdue now, and their mean "
+        "seconds from created_at to completed_at (null: none done); kept 60 s",
     .query = report_params,
     .errors = "400 413",
     .store = 1,
     .also_status = 202,
-    .also_schema = "{\"type\": \"object\", \"required\": [\"status\", \"tasks_read\"], \"properties\": {"
-                   "\"status\": {\"type\": \"string\", \"enum\": [\"computing\"]}, "
-                   "\"tasks_read\": {\"type\": \"integer\", \"minimum\": 0}, \"from\": {\"type\": \"integer\"}, "
-                   "\"to\": {\"type\": \"integer\"}, \"group_by\": {\"type\": \"string\"}}}",
+    .also_schema =
+        "{\"type\": \"object\", \"required\": [\"status\", \"tasks_read\"], \"properties\": {"
+        "\"status\": {\"type\": \"string\", \"enum\": [\"computing\"]}, "
+        "\"tasks_read\": {\"type\": \"integer\", \"minimum\": 0}, \"from\": {\"type\": "
+        "\"integer\"}, "
+        "\"to\": {\"type\": \"integer\"}, \"group_by\": {\"type\": \"string\"}}}",
     .also_answer = "a large report is not finished yet (each request reads a bounded part of it): "
                    "ask again after Retry-After seconds",
 };

@@ -13,7 +13,8 @@
 #include "actionstools/packed.h"
 #include "actionstools/banned.h"
 
-const char *const at_tasks_statuses[] = {"open", "in_progress", "blocked", "done", "cancelled", NULL};
+const char *const at_tasks_statuses[] = {"open", "in_progress", "blocked",
+                                         "done", "cancelled",   NULL};
 static const char *const priorities[] = {"low", "normal", "high", "urgent", NULL};
 
 /* The latest epoch second a due_at or remind_at may name: 9999-12-31T23:59:59Z. */
@@ -24,11 +25,12 @@ static const at_field fields[] = {
      .doc = "what is to be done, 1 to 500 characters"},
     {"description", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, 0, 65536,
      .doc = "more about it, up to 65,536 characters"},
-    {"status", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = at_tasks_statuses, .def = "\"open\"",
+    {"status", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = at_tasks_statuses,
+     .def = "\"open\"",
      .doc = "open, in_progress, blocked, done or cancelled; moving to done sets completed_at, "
             "moving away clears it"},
-    {"priority", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = priorities, .def = "\"normal\"",
-     .doc = "low, normal, high or urgent"},
+    {"priority", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH, .choices = priorities,
+     .def = "\"normal\"", .doc = "low, normal, high or urgent"},
     {"assignee_uuid", AT_F_UUID, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE,
      .doc = "the user it is assigned to (they may change it too); null: nobody"},
     {"assignee_name", AT_F_STRING, AT_FF_CREATE | AT_FF_PATCH | AT_FF_NULLABLE, 1, 256,
@@ -81,12 +83,14 @@ static int target_ok(const char *s)
  * moves to done, removed when it moves away); an e-mail address is name@host; a target
  * id can be used in a path. Stored values from elsewhere are checked only when a
  * request changes them. */
-static void check_task(at_ctx *c, const at_resource *r, const json_t *old, json_t *item, json_t *errors)
+static void check_task(at_ctx *c, const at_resource *r, const json_t *old, json_t *item,
+                       json_t *errors)
 {
     const char *status = at_item_s(item, "status"), *was = at_item_s(old, "status");
     int done = status && strcmp(status, "done") == 0;
     if (changed(old, item, "assignee_email") && !email_ok(at_item_s(item, "assignee_email")))
-        json_object_set_new(errors, "assignee_email", json_string("must be an e-mail address, like ann@example.com"));
+        json_object_set_new(errors, "assignee_email",
+                            json_string("must be an e-mail address, like ann@example.com"));
     if (changed(old, item, "target_uuid") && !target_ok(at_item_s(item, "target_uuid")))
         json_object_set_new(errors, "target_uuid",
                             json_string("must be 1 to 256 bytes without control characters"));
@@ -132,7 +136,8 @@ static int number_task(at_ctx *c, const at_resource *r, json_t *item)
 
 int at_tasks_next_number(at_store *s, const char *instance_id, int64_t *n)
 {
-    json_t *key = json_pack("{s:{s:s+}}", "counter_seq_key", "S", "tasks#", instance_id), *it = NULL;
+    json_t *key = json_pack("{s:{s:s+}}", "counter_seq_key", "S", "tasks#", instance_id),
+           *it = NULL;
     at_update up = {.add_attr = AT_TASKS_SEQ_ATTR, .add_value = 1};
     int rc = key ? at_store_update(s, AT_TABLE_COUNTERS, key, &up, NULL, &it) : AT_ENOMEM;
     *n = 0;

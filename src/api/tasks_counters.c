@@ -150,7 +150,11 @@ static int tally_tenant(at_store *s, const char *inst, int64_t now, tally *t)
     for (int i = 0; !rc && at_tasks_statuses[i]; i++) {
         const char *st = at_tasks_statuses[i];
         json_t *sv = at_av_s(st);
-        at_query q = {.table = AT_TABLE_TASKS, .index = STATUS_INDEX, .pk = pk, .forward = 1, .flags = AT_Q_LIVE};
+        at_query q = {.table = AT_TABLE_TASKS,
+                      .index = STATUS_INDEX,
+                      .pk = pk,
+                      .forward = 1,
+                      .flags = AT_Q_LIVE};
         q.sk = (at_clause){"status", AT_OP_EQ, sv, NULL};
         if (!sv)
             rc = AT_ENOMEM;
@@ -166,11 +170,16 @@ static int tally_tenant(at_store *s, const char *inst, int64_t now, tally *t)
 
 /* One assignee's tasks of the tenant: assignee_uuid-created_at-index, filtered to the
  * tenant. */
-static int tally_assignee(at_store *s, const char *inst, const char *assignee, int64_t now, tally *t)
+static int tally_assignee(at_store *s, const char *inst, const char *assignee, int64_t now,
+                          tally *t)
 {
     json_t *pk = at_av_s(assignee), *iv = at_av_s(inst);
     at_clause f = {"instance_id", AT_OP_EQ, iv, NULL};
-    at_query q = {.table = AT_TABLE_TASKS, .index = ASSIGNEE_INDEX, .pk = pk, .forward = 1, .flags = AT_Q_LIVE};
+    at_query q = {.table = AT_TABLE_TASKS,
+                  .index = ASSIGNEE_INDEX,
+                  .pk = pk,
+                  .forward = 1,
+                  .flags = AT_Q_LIVE};
     int rc = pk && iv ? 0 : AT_ENOMEM;
     q.filter = (at_cond){&f, 1};
     if (!rc) rc = tally_pages(s, &q, NULL, now, t);
@@ -184,8 +193,9 @@ static int tally_assignee(at_store *s, const char *inst, const char *assignee, i
 /* The tasks_counters key of the tenant's counters, or of one assignee's. */
 static const char *counters_name(at_ctx *c, const char *assignee)
 {
-    return assignee ? at_arena_printf(c->arena, "tasks#%s#assignee#%s", c->id->instance_id, assignee)
-                    : at_arena_printf(c->arena, "tasks#%s", c->id->instance_id);
+    return assignee
+               ? at_arena_printf(c->arena, "tasks#%s#assignee#%s", c->id->instance_id, assignee)
+               : at_arena_printf(c->arena, "tasks#%s", c->id->instance_id);
 }
 
 /* Returns {"by_status": {...}, "overdue": n, "total": n} of t (a new object) or NULL. */
@@ -197,8 +207,8 @@ static json_t *answer_of(const tally *t)
         json_object_set_new(by, at_tasks_statuses[i], json_integer(t->by_status[i]));
         total += t->by_status[i];
     }
-    out = by ? json_pack("{s:o, s:I, s:I}", "by_status", by, "overdue", (json_int_t)t->overdue, "total",
-                         (json_int_t)total)
+    out = by ? json_pack("{s:o, s:I, s:I}", "by_status", by, "overdue", (json_int_t)t->overdue,
+                         "total", (json_int_t)total)
              : NULL;
     return out;
 }
@@ -231,11 +241,11 @@ static int store_tally(at_ctx *c, const char *name, const tally *t, int64_t g, i
         total += t->by_status[i];
     }
     if (by && gv)
-        item = json_pack("{s:{s:s}, s:{s:s}, s:{s:O}, s:o, s:o, s:O, s:o, s:o}", "counter_seq_key", "S", name,
-                         "instance_id", "S", c->id->instance_id, "by_status", "M", by, "overdue",
-                         at_av_n_int(t->overdue), "total", at_av_n_int(total), AT_TASKS_CHANGES_ATTR, gv,
-                         "computed_at", at_av_n_int(now), "ExpirationTime",
-                         at_av_n_int(now + c->settings->counters_ttl_seconds));
+        item = json_pack("{s:{s:s}, s:{s:s}, s:{s:O}, s:o, s:o, s:O, s:o, s:o}", "counter_seq_key",
+                         "S", name, "instance_id", "S", c->id->instance_id, "by_status", "M", by,
+                         "overdue", at_av_n_int(t->overdue), "total", at_av_n_int(total),
+                         AT_TASKS_CHANGES_ATTR, gv, "computed_at", at_av_n_int(now),
+                         "ExpirationTime", at_av_n_int(now + c->settings->counters_ttl_seconds));
     if (item && t->next_due) json_object_set_new(item, "valid_until", at_av_n_int(t->next_due));
     rc = item ? at_store_put(c->store, AT_TABLE_TASKS_COUNTERS, item, &cond) : AT_ENOMEM;
     if (rc == AT_ECOND) {
@@ -260,7 +270,8 @@ static int compute(at_ctx *c, const char *assignee, int64_t g, tally *t)
     rc = assignee ? tally_assignee(c->store, c->id->instance_id, assignee, now, t)
                   : tally_tenant(c->store, c->id->instance_id, now, t);
     if (!rc && (!name || store_tally(c, name, t, g, now)))
-        at_log(AT_LOG_WARN, "task counters: computed but not cached (the next read computes them again)");
+        at_log(AT_LOG_WARN,
+               "task counters: computed but not cached (the next read computes them again)");
     return rc;
 }
 
@@ -293,9 +304,11 @@ void at_tasks_counters(at_ctx *c)
     int rc, exists, hit = 0;
     if (assignee) {
         char why[160] = "";
-        av = at_model_text_value(at_model_field(&at_tasks, "assignee_uuid"), assignee, why, sizeof why);
+        av = at_model_text_value(at_model_field(&at_tasks, "assignee_uuid"), assignee, why,
+                                 sizeof why);
         if (!av) {
-            at_reply_validation(c, json_pack("{s:s}", "assignee_uuid", why[0] ? why : "out of memory"));
+            at_reply_validation(
+                c, json_pack("{s:s}", "assignee_uuid", why[0] ? why : "out of memory"));
             return;
         }
         assignee = at_arena_strdup(c->arena, json_string_value(json_object_get(av, "S")));
@@ -324,10 +337,12 @@ static void recalculate(at_ctx *c, const char *assignee, int64_t g)
     if (!name) return;
     memset(&t, 0, sizeof t);
     rc = cached(c, name, g, &t, &exists);
-    for (int i = 0; i < AT_TASKS_NSTATUS; i++) total += t.by_status[i];
+    for (int i = 0; i < AT_TASKS_NSTATUS; i++)
+        total += t.by_status[i];
     if (rc < 0 || (exists && total <= RECALC_INLINE_MAX && compute(c, assignee, g, &t)))
-        at_log(AT_LOG_WARN, "task counters: could not recalculate after a change (they are not served "
-                            "stale: the next read computes them)");
+        at_log(AT_LOG_WARN,
+               "task counters: could not recalculate after a change (they are not served "
+               "stale: the next read computes them)");
 }
 
 void at_tasks_counters_changed(at_ctx *c, const json_t *old, const json_t *item)
@@ -335,8 +350,9 @@ void at_tasks_counters_changed(at_ctx *c, const json_t *old, const json_t *item)
     const char *was = at_item_s(old, "assignee_uuid"), *is = at_item_s(item, "assignee_uuid");
     int64_t g;
     if (count_change(c->store, c->id->instance_id, &g)) {
-        at_log(AT_LOG_ERROR, "task counters: could not count a change; cached counters may be stale "
-                             "until they expire or the next change");
+        at_log(AT_LOG_ERROR,
+               "task counters: could not count a change; cached counters may be stale "
+               "until they expire or the next change");
         return;
     }
     recalculate(c, NULL, g);
@@ -344,15 +360,19 @@ void at_tasks_counters_changed(at_ctx *c, const json_t *old, const json_t *item)
     if (is && !(was && strcmp(was, is) == 0)) recalculate(c, is, g);
 }
 
-static const char counters_schema[] =
-    "{\"type\": \"object\", \"required\": [\"by_status\", \"overdue\", \"total\"], \"properties\": {"
-    "\"by_status\": {\"type\": \"object\", \"required\": [\"open\", \"in_progress\", \"blocked\", \"done\", "
-    "\"cancelled\"], \"properties\": {"
-    "\"open\": {\"type\": \"integer\", \"minimum\": 0}, \"in_progress\": {\"type\": \"integer\", \"minimum\": 0}, "
-    "\"blocked\": {\"type\": \"integer\", \"minimum\": 0}, \"done\": {\"type\": \"integer\", \"minimum\": 0}, "
-    "\"cancelled\": {\"type\": \"integer\", \"minimum\": 0}}}, "
-    "\"overdue\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"due_at past, not done or cancelled\"}, "
-    "\"total\": {\"type\": \"integer\", \"minimum\": 0}}}";
+static const char counters_schema[] = "{\"type\": \"object\", \"required\": [\"by_status\", "
+                                      "\"overdue\", \"total\"], \"properties\": {"
+                                      "\"by_status\": {\"type\": \"object\", \"required\": "
+                                      "[\"open\", \"in_progress\", \"blocked\", \"done\", "
+                                      "\"cancelled\"], \"properties\": {"
+                                      "\"open\": {\"type\": \"integer\", \"minimum\": 0}, "
+                                      "\"in_progress\": {\"type\": \"integer\", \"minimum\": 0}, "
+                                      "\"blocked\": {\"type\": \"integer\", \"minimum\": 0}, "
+                                      "\"done\": {\"type\": \"integer\", \"minimum\": 0}, "
+                                      "\"cancelled\": {\"type\": \"integer\", \"minimum\": 0}}}, "
+                                      "\"overdue\": {\"type\": \"integer\", \"minimum\": 0, "
+                                      "\"description\": \"due_at past, not done or cancelled\"}, "
+                                      "\"total\": {\"type\": \"integer\", \"minimum\": 0}}}";
 
 static const at_doc_param counters_params[] = {
     {"assignee_uuid", "{\"type\": \"string\", \"format\": \"uuid\"}",
@@ -361,8 +381,9 @@ static const at_doc_param counters_params[] = {
 };
 
 const at_route_doc at_tasks_counters_doc = {
-    .answer = "how many of the tenant's tasks (or one assignee's) are in each status, overdue, and in "
-              "all; kept for COUNTERS_TTL_SECONDS and recalculated when a task changes",
+    .answer =
+        "how many of the tenant's tasks (or one assignee's) are in each status, overdue, and in "
+        "all; kept for COUNTERS_TTL_SECONDS and recalculated when a task changes",
     .schema = counters_schema,
     .query = counters_params,
     .errors = "400",
@@ -383,7 +404,8 @@ int at_tasks_remove_counters(at_store *s, size_t *removed)
         rc = at_store_scan(s, AT_TABLE_TASKS_COUNTERS, start, 100, &page);
         json_array_foreach(page.items, i, it)
         {
-            json_t *key = rc ? NULL : at_schema_item_key(at_schema_table(AT_TABLE_TASKS_COUNTERS), NULL, it);
+            json_t *key =
+                rc ? NULL : at_schema_item_key(at_schema_table(AT_TABLE_TASKS_COUNTERS), NULL, it);
             if (!rc) rc = key ? at_store_delete(s, AT_TABLE_TASKS_COUNTERS, key, NULL) : AT_ENOMEM;
             if (!rc) n++;
             json_decref(key);

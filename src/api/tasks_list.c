@@ -33,84 +33,142 @@ static void list_by_user(at_ctx *c, const at_resource *r, const at_list_def *l);
 #define ORDERED .order_param = "order", .forward = 0
 
 const at_list_def at_tasks_lists[] = {
-    {.when = "target_uuid", .index = "target_uuid-created_at-index", .pk = {AT_SRC_QUERY, "target_uuid"},
-     ORDERED, .run = list_all,
+    {.when = "target_uuid",
+     .index = "target_uuid-created_at-index",
+     .pk = {AT_SRC_QUERY, "target_uuid"},
+     ORDERED,
+     .run = list_all,
      .doc = "read from target_uuid-created_at-index (the record's tasks; with sort=updated_at from "
             "target_uuid-updated_at-index), the other filters applied to it"},
-    {.when = "target_uuid", .index = "target_uuid-updated_at-index", .pk = {AT_SRC_QUERY, "target_uuid"},
-     ORDERED, .run = list_all, .doc = "read from target_uuid-updated_at-index when sort=updated_at"},
-    {.when = "assignee_uuid", .index = "assignee_uuid-created_at-index", .pk = {AT_SRC_QUERY, "assignee_uuid"},
-     ORDERED, .run = list_all,
+    {.when = "target_uuid",
+     .index = "target_uuid-updated_at-index",
+     .pk = {AT_SRC_QUERY, "target_uuid"},
+     ORDERED,
+     .run = list_all,
+     .doc = "read from target_uuid-updated_at-index when sort=updated_at"},
+    {.when = "assignee_uuid",
+     .index = "assignee_uuid-created_at-index",
+     .pk = {AT_SRC_QUERY, "assignee_uuid"},
+     ORDERED,
+     .run = list_all,
      .doc = "read from assignee_uuid-created_at-index (the tasks assigned to that user), the other "
             "filters applied to it"},
-    {.when = "owner_uuid", .index = "owner_uuid-created_at-index", .pk = {AT_SRC_QUERY, "owner_uuid"},
-     ORDERED, .run = list_all,
+    {.when = "owner_uuid",
+     .index = "owner_uuid-created_at-index",
+     .pk = {AT_SRC_QUERY, "owner_uuid"},
+     ORDERED,
+     .run = list_all,
      .doc = "read from owner_uuid-created_at-index (the tasks that user owns), the other filters "
             "applied to it"},
-    {.when = "created_by", .index = "instance_id-created_by-index", .pk = {AT_SRC_TENANT, NULL},
-     .sk_param = "created_by", .sk_op = AT_OP_EQ, ORDERED, .run = list_all,
+    {.when = "created_by",
+     .index = "instance_id-created_by-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     .sk_param = "created_by",
+     .sk_op = AT_OP_EQ,
+     ORDERED,
+     .run = list_all,
      .doc = "read from instance_id-created_by-index (created_by = this), the other filters applied "
             "to it, and sorted"},
-    {.when = "assignee_name", .index = "instance_id-assignee_name-index", .pk = {AT_SRC_TENANT, NULL},
-     .sk_param = "assignee_name", .sk_op = AT_OP_BEGINS_WITH, ORDERED, .run = list_all,
+    {.when = "assignee_name",
+     .index = "instance_id-assignee_name-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     .sk_param = "assignee_name",
+     .sk_op = AT_OP_BEGINS_WITH,
+     ORDERED,
+     .run = list_all,
      .doc = "read from instance_id-assignee_name-index (assignee_name begins with this), the other "
             "filters applied to it, and sorted"},
-    {.when = "status", .index = "instance_id-status-index", .pk = {AT_SRC_TENANT, NULL}, .sk_param = "status",
-     .sk_op = AT_OP_EQ, ORDERED, .run = list_all,
+    {.when = "status",
+     .index = "instance_id-status-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     .sk_param = "status",
+     .sk_op = AT_OP_EQ,
+     ORDERED,
+     .run = list_all,
      .doc = "read from instance_id-status-index (status = this), the other filters applied to it, "
             "and sorted"},
-    {.index = "instance_id-created_at-index", .pk = {AT_SRC_TENANT, NULL}, ORDERED, .run = list_all,
-     .doc = "the tenant's tasks from instance_id-created_at-index, newest first (order=asc: oldest "
-            "first); a filter's set of over 100 tasks that its index cannot sort is paged from here, "
-            "filtered"},
-    {.index = "instance_id-updated_at-index", .pk = {AT_SRC_TENANT, NULL}, ORDERED, .run = list_all,
+    {.index = "instance_id-created_at-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     ORDERED,
+     .run = list_all,
+     .doc =
+         "the tenant's tasks from instance_id-created_at-index, newest first (order=asc: oldest "
+         "first); a filter's set of over 100 tasks that its index cannot sort is paged from here, "
+         "filtered"},
+    {.index = "instance_id-updated_at-index",
+     .pk = {AT_SRC_TENANT, NULL},
+     ORDERED,
+     .run = list_all,
      .doc = "with sort=updated_at, from instance_id-updated_at-index, latest change first"},
     {NULL},
 };
 
 static const at_list_filter target_filters[] = {
-    {"status", "status", AT_OP_EQ},           {"assignee_uuid", "assignee_uuid", AT_OP_EQ},
-    {"owner_uuid", "owner_uuid", AT_OP_EQ},   {"created_by", "created_by", AT_OP_EQ},
-    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH}, {NULL},
+    {"status", "status", AT_OP_EQ},
+    {"assignee_uuid", "assignee_uuid", AT_OP_EQ},
+    {"owner_uuid", "owner_uuid", AT_OP_EQ},
+    {"created_by", "created_by", AT_OP_EQ},
+    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH},
+    {NULL},
 };
 
 const at_list_def at_tasks_by_target[] = {
-    {.index = "target_uuid-created_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, ORDERED,
-     .filters = target_filters, .run = list_by_target,
+    {.index = "target_uuid-created_at-index",
+     .pk = {AT_SRC_PATH, "target_uuid"},
+     ORDERED,
+     .filters = target_filters,
+     .run = list_by_target,
      .doc = "the record's tasks from target_uuid-created_at-index, newest first (order=asc: oldest "
             "first)"},
-    {.index = "target_uuid-updated_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, ORDERED,
-     .filters = target_filters, .run = list_by_target,
+    {.index = "target_uuid-updated_at-index",
+     .pk = {AT_SRC_PATH, "target_uuid"},
+     ORDERED,
+     .filters = target_filters,
+     .run = list_by_target,
      .doc = "with sort=updated_at, from target_uuid-updated_at-index, latest change first"},
     {NULL},
 };
 
 static const at_list_filter owner_filters[] = {
-    {"status", "status", AT_OP_EQ},         {"assignee_uuid", "assignee_uuid", AT_OP_EQ},
-    {"target_uuid", "target_uuid", AT_OP_EQ}, {"created_by", "created_by", AT_OP_EQ},
-    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH}, {NULL},
+    {"status", "status", AT_OP_EQ},
+    {"assignee_uuid", "assignee_uuid", AT_OP_EQ},
+    {"target_uuid", "target_uuid", AT_OP_EQ},
+    {"created_by", "created_by", AT_OP_EQ},
+    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH},
+    {NULL},
 };
 
 static const at_list_filter assignee_filters[] = {
-    {"status", "status", AT_OP_EQ},         {"owner_uuid", "owner_uuid", AT_OP_EQ},
-    {"target_uuid", "target_uuid", AT_OP_EQ}, {"created_by", "created_by", AT_OP_EQ},
-    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH}, {NULL},
+    {"status", "status", AT_OP_EQ},
+    {"owner_uuid", "owner_uuid", AT_OP_EQ},
+    {"target_uuid", "target_uuid", AT_OP_EQ},
+    {"created_by", "created_by", AT_OP_EQ},
+    {"assignee_name", "assignee_name", AT_OP_BEGINS_WITH},
+    {NULL},
 };
 
 const at_list_def at_tasks_by_user[] = {
-    {.index = "owner_uuid-created_at-index", .pk = {AT_SRC_PATH, "user_uuid"}, ORDERED,
-     .filters = owner_filters, .run = list_by_user,
+    {.index = "owner_uuid-created_at-index",
+     .pk = {AT_SRC_PATH, "user_uuid"},
+     ORDERED,
+     .filters = owner_filters,
+     .run = list_by_user,
      .doc = "role=owner (the default): the tasks the user owns, from owner_uuid-created_at-index, "
             "newest first"},
-    {.index = "assignee_uuid-created_at-index", .pk = {AT_SRC_PATH, "user_uuid"}, ORDERED,
-     .filters = assignee_filters, .run = list_by_user,
+    {.index = "assignee_uuid-created_at-index",
+     .pk = {AT_SRC_PATH, "user_uuid"},
+     ORDERED,
+     .filters = assignee_filters,
+     .run = list_by_user,
      .doc = "role=assignee: the tasks assigned to the user, from assignee_uuid-created_at-index, "
             "newest first"},
     {NULL},
 };
 
 static const at_doc_param list_params[] = {
-    {"sort", "{\"type\": \"string\", \"enum\": [\"created_at\", \"updated_at\"], \"default\": \"created_at\"}",
+    {"sort",
+     "{\"type\": \"string\", \"enum\": [\"created_at\", \"updated_at\"], \"default\": "
+     "\"created_at\"}",
      "the order: by created_at (the default) or by updated_at, newest first unless order=asc"},
     {NULL},
 };
@@ -118,13 +176,16 @@ static const at_doc_param list_params[] = {
 static const at_doc_param user_params[] = {
     {"role", "{\"type\": \"string\", \"enum\": [\"owner\", \"assignee\"], \"default\": \"owner\"}",
      "owner: the tasks the user owns; assignee: the tasks assigned to them"},
-    {"sort", "{\"type\": \"string\", \"enum\": [\"created_at\", \"updated_at\"], \"default\": \"created_at\"}",
+    {"sort",
+     "{\"type\": \"string\", \"enum\": [\"created_at\", \"updated_at\"], \"default\": "
+     "\"created_at\"}",
      "the order: by created_at (the default) or by updated_at, newest first unless order=asc"},
     {NULL},
 };
 
 const at_route_doc at_tasks_list_doc = {.answer = "a page of tasks", .query = list_params};
-const at_route_doc at_tasks_by_user_doc = {.answer = "a page of the user's tasks", .query = user_params};
+const at_route_doc at_tasks_by_user_doc = {.answer = "a page of the user's tasks",
+                                           .query = user_params};
 
 /* ---- the planner ---- */
 
@@ -179,7 +240,8 @@ static const given *find(const plan *P, const char *param)
 
 static void plan_release(plan *P)
 {
-    for (size_t i = 0; i < P->n; i++) json_decref(P->g[i].av);
+    for (size_t i = 0; i < P->n; i++)
+        json_decref(P->g[i].av);
     P->n = 0;
 }
 
@@ -205,8 +267,8 @@ static const at_list_def *pick(const plan *P, int ordered)
 /* Reads ?sort=, ?order= and every filter of the table given (the parameter fixed, when
  * not NULL, takes the path's value). Returns 1; or 0 after answering 400 with every
  * bad parameter named, or *empty set when the path's value can name no task. */
-static int read_plan(at_ctx *c, const at_resource *r, plan *P, const char *fixed, const char *fixed_value,
-                     int *empty)
+static int read_plan(at_ctx *c, const at_resource *r, plan *P, const char *fixed,
+                     const char *fixed_value, int *empty)
 {
     json_t *errors = json_object();
     P->sort = at_query_param(c, "sort");
@@ -228,9 +290,13 @@ static int read_plan(at_ctx *c, const at_resource *r, plan *P, const char *fixed
         if (!av && is_fixed) {
             *empty = 1;
         } else if (!av) {
-            json_object_set_new(errors, l->when, json_string(!*text ? "must not be empty" : why[0] ? why : "out of memory"));
+            json_object_set_new(errors, l->when,
+                                json_string(!*text   ? "must not be empty"
+                                            : why[0] ? why
+                                                     : "out of memory"));
         } else {
-            P->g[P->n++] = (given){l->when, text, av, row_attr(l), l->sk_param ? l->sk_op : AT_OP_EQ};
+            P->g[P->n++] =
+                (given){l->when, text, av, row_attr(l), l->sk_param ? l->sk_op : AT_OP_EQ};
         }
     }
     if (json_object_size(errors)) {
@@ -243,17 +309,20 @@ static int read_plan(at_ctx *c, const at_resource *r, plan *P, const char *fixed
 
 /* Starts the query of row l: its partition, its sort condition, the other filters
  * given, and the scope of every parameter given. Returns 0 or an AT_* code. */
-static int start_query(at_ctx *c, const at_resource *r, const plan *P, const at_list_def *l, at_list_query *lq)
+static int start_query(at_ctx *c, const at_resource *r, const plan *P, const at_list_def *l,
+                       at_list_query *lq)
 {
     const given *mine = l->when ? find(P, l->when) : NULL;
     const char *inst = c->id->instance_id;
-    int rc = at_api_list_query_start(c, r, l->index, mine && l->pk.src == AT_SRC_QUERY ? json_incref(mine->av) : at_av_s(inst),
-                                     mine && l->pk.src == AT_SRC_QUERY ? mine->text : inst,
-                                     !(P->order && strcmp(P->order, "asc") == 0) ? 0 : 1, lq);
+    int rc = at_api_list_query_start(
+        c, r, l->index, mine && l->pk.src == AT_SRC_QUERY ? json_incref(mine->av) : at_av_s(inst),
+        mine && l->pk.src == AT_SRC_QUERY ? mine->text : inst,
+        !(P->order && strcmp(P->order, "asc") == 0) ? 0 : 1, lq);
     if (rc) return rc;
     if (l->sk_param) rc = at_api_list_query_sk(lq, l->sk_op, json_incref(mine->av));
     for (size_t i = 0; !rc && i < P->n; i++) {
-        if (&P->g[i] != mine) rc = at_api_list_query_filter(lq, P->g[i].attr, P->g[i].op, json_incref(P->g[i].av));
+        if (&P->g[i] != mine)
+            rc = at_api_list_query_filter(lq, P->g[i].attr, P->g[i].op, json_incref(P->g[i].av));
         if (!rc) rc = at_api_list_query_scope(c, lq, P->g[i].param, P->g[i].text);
     }
     if (!rc) rc = at_api_list_query_scope(c, lq, "sort", P->sort);

@@ -43,8 +43,14 @@ typedef struct recorder {
     seen q[MAX_SEEN];
 } recorder;
 
-static int r_setup(at_store *s, json_t *c, json_t *e) { return at_store_setup(((recorder *)s)->real, c, e); }
-static int r_get(at_store *s, at_table_id t, const json_t *k, json_t **i) { return at_store_get(((recorder *)s)->real, t, k, i); }
+static int r_setup(at_store *s, json_t *c, json_t *e)
+{
+    return at_store_setup(((recorder *)s)->real, c, e);
+}
+static int r_get(at_store *s, at_table_id t, const json_t *k, json_t **i)
+{
+    return at_store_get(((recorder *)s)->real, t, k, i);
+}
 /* With ghost, a put in the reports cache sees the expired item DynamoDB still holds (its
  * TTL sweeper deletes it within days): "not exists" is false, "expired" is true. */
 static int r_put(at_store *s, at_table_id t, const json_t *i, const at_cond *c)
@@ -59,12 +65,19 @@ static int r_put(at_store *s, at_table_id t, const json_t *i, const at_cond *c)
     }
     return at_store_put(r->real, t, i, c);
 }
-static int r_update(at_store *s, at_table_id t, const json_t *k, const at_update *u, const at_cond *c, json_t **n)
+static int r_update(at_store *s, at_table_id t, const json_t *k, const at_update *u,
+                    const at_cond *c, json_t **n)
 {
     return at_store_update(((recorder *)s)->real, t, k, u, c, n);
 }
-static int r_del(at_store *s, at_table_id t, const json_t *k, const at_cond *c) { return at_store_delete(((recorder *)s)->real, t, k, c); }
-static int r_scan(at_store *s, at_table_id t, const json_t *k, size_t l, at_page *p) { return at_store_scan(((recorder *)s)->real, t, k, l, p); }
+static int r_del(at_store *s, at_table_id t, const json_t *k, const at_cond *c)
+{
+    return at_store_delete(((recorder *)s)->real, t, k, c);
+}
+static int r_scan(at_store *s, at_table_id t, const json_t *k, size_t l, at_page *p)
+{
+    return at_store_scan(((recorder *)s)->real, t, k, l, p);
+}
 
 static int r_query(at_store *s, const at_query *q, at_page *out)
 {
@@ -85,7 +98,8 @@ static int r_query(at_store *s, const at_query *q, at_page *out)
             v->sk_op = q->sk.op;
             for (size_t i = 0; i < q->filter.n; i++) {
                 size_t len = strlen(v->filters);
-                snprintf(v->filters + len, sizeof v->filters - len, "%s %d,", q->filter.v[i].attr, (int)q->filter.v[i].op);
+                snprintf(v->filters + len, sizeof v->filters - len, "%s %d,", q->filter.v[i].attr,
+                         (int)q->filter.v[i].op);
             }
             v->flags = q->flags;
         }
@@ -101,8 +115,8 @@ static void r_destroy(at_store *s)
     free(s);
 }
 
-static const at_store_ops recorder_ops = {"recorder", r_setup, r_get, r_put, r_update, r_del, r_query,
-                                          r_scan, NULL, NULL, NULL, r_destroy};
+static const at_store_ops recorder_ops = {"recorder", r_setup, r_get, r_put, r_update, r_del,
+                                          r_query,    r_scan,  NULL,  NULL,  NULL,     r_destroy};
 
 /* ---- fixtures and calls ---- */
 
@@ -130,7 +144,8 @@ typedef struct answer {
 
 /* Calls a route as ann with path parameters ("name=value", NULL-ended), a query string
  * ("a=b&c=d") and a JSON body (all may be NULL). */
-static answer call(const at_route *rt, const char *const *params, const char *query, const char *body)
+static answer call(const at_route *rt, const char *const *params, const char *query,
+                   const char *body)
 {
     at_arena arena;
     at_request req;
@@ -149,7 +164,8 @@ static answer call(const at_route *rt, const char *const *params, const char *qu
     if (query) {
         char *save = NULL, *tok;
         snprintf(qbuf, sizeof qbuf, "%s", query);
-        for (tok = strtok_r(qbuf, "&", &save); tok && req.nquery < 8; tok = strtok_r(NULL, "&", &save)) {
+        for (tok = strtok_r(qbuf, "&", &save); tok && req.nquery < 8;
+             tok = strtok_r(NULL, "&", &save)) {
             char *eq = strchr(tok, '=');
             if (eq) *eq = '\0';
             q[req.nquery++] = (at_header){tok, eq ? eq + 1 : ""};
@@ -202,7 +218,8 @@ static int setup(void **state)
     snprintf(dir, sizeof dir, "/tmp/at-tasks-XXXXXX");
     if (!mkdtemp(dir)) return -1;
     snprintf(path, sizeof path, "%s/t.db", dir);
-    for (int i = 0; i < AT_TABLE_COUNT; i++) names[i] = at_schema_table((at_table_id)i)->env_name;
+    for (int i = 0; i < AT_TABLE_COUNT; i++)
+        names[i] = at_schema_table((at_table_id)i)->env_name;
     if (at_store_open_sqlite(path, names, &real_store, err, sizeof err)) return -1;
     if (at_store_setup(real_store, NULL, NULL)) return -1;
     rec = calloc(1, sizeof *rec);
@@ -218,7 +235,8 @@ static int teardown(void **state)
     (void)state;
     at_store_free(&rec->base);
     at_store_free(real_store);
-    for (const char *const *f = (const char *const[]){"t.db", "t.db-wal", "t.db-shm", NULL}; *f; f++) {
+    for (const char *const *f = (const char *const[]){"t.db", "t.db-wal", "t.db-shm", NULL}; *f;
+         f++) {
         snprintf(path, sizeof path, "%s/%s", dir, *f);
         unlink(path);
     }
@@ -250,32 +268,43 @@ static void test_each_filter_reads_its_index(void **state)
     (void)state;
     /* 120 open tasks (more than a small set), 3 blocked; on T1, assigned to Bob, named Anna. */
     for (int i = 0; i < 120; i++)
-        create("{\"title\": \"t\", \"target_uuid\": \"T1\", \"assignee_uuid\": \"" BOB "\", \"assignee_name\": \"Anna\"}");
-    for (int i = 0; i < 3; i++) create("{\"title\": \"b\", \"status\": \"blocked\"}");
+        create("{\"title\": \"t\", \"target_uuid\": \"T1\", \"assignee_uuid\": \"" BOB
+               "\", \"assignee_name\": \"Anna\"}");
+    for (int i = 0; i < 3; i++)
+        create("{\"title\": \"b\", \"status\": \"blocked\"}");
     snprintf(fl, sizeof fl, "status %d,", (int)AT_OP_EQ);
     {
         const expect_list cases[] = {
             {"/tasks", NULL, NULL, "instance_id-created_at-index", -1, "", NULL},
-            {"/tasks", NULL, "sort=updated_at&order=asc", "instance_id-updated_at-index", -1, "", NULL},
+            {"/tasks", NULL, "sort=updated_at&order=asc", "instance_id-updated_at-index", -1, "",
+             NULL},
             {"/tasks", NULL, "target_uuid=T1", "target_uuid-created_at-index", -1, inst, NULL},
-            {"/tasks", NULL, "target_uuid=T1&sort=updated_at", "target_uuid-updated_at-index", -1, inst, NULL},
-            {"/tasks", NULL, "assignee_uuid=" BOB, "assignee_uuid-created_at-index", -1, inst, NULL},
+            {"/tasks", NULL, "target_uuid=T1&sort=updated_at", "target_uuid-updated_at-index", -1,
+             inst, NULL},
+            {"/tasks", NULL, "assignee_uuid=" BOB, "assignee_uuid-created_at-index", -1, inst,
+             NULL},
             {"/tasks", NULL, "owner_uuid=" BOB, "owner_uuid-created_at-index", -1, inst, NULL},
             /* sets their index does not sort: read whole when small, else paged in order */
             {"/tasks", NULL, "status=blocked", "instance_id-status-index", AT_OP_EQ, "", NULL},
-            {"/tasks", NULL, "status=open", "instance_id-status-index", AT_OP_EQ, "", "instance_id-created_at-index"},
-            {"/tasks", NULL, "created_by=nobody", "instance_id-created_by-index", AT_OP_EQ, "", NULL},
-            {"/tasks", NULL, "assignee_name=Ann", "instance_id-assignee_name-index", AT_OP_BEGINS_WITH, "",
+            {"/tasks", NULL, "status=open", "instance_id-status-index", AT_OP_EQ, "",
              "instance_id-created_at-index"},
-            {"/tasks", NULL, "assignee_uuid=" BOB "&sort=updated_at", "assignee_uuid-created_at-index", -1, inst,
-             "instance_id-updated_at-index"},
-            /* combinations: the most selective index, the rest as filters */
-            {"/tasks", NULL, "status=open&assignee_uuid=" BOB, "assignee_uuid-created_at-index", -1, NULL, NULL},
-            {"/tasks", NULL, "assignee_name=An&target_uuid=T1", "target_uuid-created_at-index", -1, NULL, NULL},
-            {"/targets/{target_uuid}/tasks", target, NULL, "target_uuid-created_at-index", -1, inst, NULL},
-            {"/targets/{target_uuid}/tasks", target, "sort=updated_at&status=open", "target_uuid-updated_at-index", -1, NULL,
+            {"/tasks", NULL, "created_by=nobody", "instance_id-created_by-index", AT_OP_EQ, "",
              NULL},
-            {"/users/{user_uuid}/tasks", bob, "role=assignee", "assignee_uuid-created_at-index", -1, inst, NULL},
+            {"/tasks", NULL, "assignee_name=Ann", "instance_id-assignee_name-index",
+             AT_OP_BEGINS_WITH, "", "instance_id-created_at-index"},
+            {"/tasks", NULL, "assignee_uuid=" BOB "&sort=updated_at",
+             "assignee_uuid-created_at-index", -1, inst, "instance_id-updated_at-index"},
+            /* combinations: the most selective index, the rest as filters */
+            {"/tasks", NULL, "status=open&assignee_uuid=" BOB, "assignee_uuid-created_at-index", -1,
+             NULL, NULL},
+            {"/tasks", NULL, "assignee_name=An&target_uuid=T1", "target_uuid-created_at-index", -1,
+             NULL, NULL},
+            {"/targets/{target_uuid}/tasks", target, NULL, "target_uuid-created_at-index", -1, inst,
+             NULL},
+            {"/targets/{target_uuid}/tasks", target, "sort=updated_at&status=open",
+             "target_uuid-updated_at-index", -1, NULL, NULL},
+            {"/users/{user_uuid}/tasks", bob, "role=assignee", "assignee_uuid-created_at-index", -1,
+             inst, NULL},
             {"/users/{user_uuid}/tasks", bob, NULL, "owner_uuid-created_at-index", -1, inst, NULL},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -286,19 +315,22 @@ static void test_each_filter_reads_its_index(void **state)
             expect_status(&a, 200);
             json_decref(a.body);
             if (rec->n < 1 || strcmp(rec->q[0].index, e->index) != 0)
-                fail_msg("%s?%s read %s, not %s", e->pattern, e->query ? e->query : "", rec->n ? rec->q[0].index : "nothing",
-                         e->index);
+                fail_msg("%s?%s read %s, not %s", e->pattern, e->query ? e->query : "",
+                         rec->n ? rec->q[0].index : "nothing", e->index);
             if (e->sk_op >= 0 && (!rec->q[0].sk[0] || (int)rec->q[0].sk_op != e->sk_op))
                 fail_msg("%s?%s: no sort key condition", e->pattern, e->query);
-            if (e->sk_op < 0 && rec->q[0].sk[0]) fail_msg("%s?%s: a sort key condition", e->pattern, e->query);
+            if (e->sk_op < 0 && rec->q[0].sk[0])
+                fail_msg("%s?%s: a sort key condition", e->pattern, e->query);
             if (e->filters && strcmp(rec->q[0].filters, e->filters) != 0)
-                fail_msg("%s?%s: filters \"%s\", not \"%s\"", e->pattern, e->query ? e->query : "", rec->q[0].filters,
-                         e->filters);
+                fail_msg("%s?%s: filters \"%s\", not \"%s\"", e->pattern, e->query ? e->query : "",
+                         rec->q[0].filters, e->filters);
             if (e->then && (rec->n < 2 || strcmp(rec->q[1].index, e->then) != 0))
-                fail_msg("%s?%s: then read %s, not %s", e->pattern, e->query, rec->n > 1 ? rec->q[1].index : "nothing",
-                         e->then);
-            if (!e->then && rec->n != 1) fail_msg("%s?%s: %zu queries", e->pattern, e->query, rec->n);
-            for (size_t k = 0; k < rec->n; k++) assert_true(rec->q[k].flags & AT_Q_LIVE);
+                fail_msg("%s?%s: then read %s, not %s", e->pattern, e->query,
+                         rec->n > 1 ? rec->q[1].index : "nothing", e->then);
+            if (!e->then && rec->n != 1)
+                fail_msg("%s?%s: %zu queries", e->pattern, e->query, rec->n);
+            for (size_t k = 0; k < rec->n; k++)
+                assert_true(rec->q[k].flags & AT_Q_LIVE);
         }
     }
     /* the combinations carry the other filters */
@@ -369,7 +401,8 @@ static void test_report_work_is_bounded(void **state)
     }
     rec->one_per_page = 0;
     assert_int_equal(requests, 4);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(a.body, "groups"), 0), "created")),
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(a.body, "groups"), 0), "created")),
                      123);
     json_decref(a.body);
     /* finished: served from the cache */
@@ -409,7 +442,8 @@ static void test_remove_counters(void **state)
     for (int i = 0; i < 250; i++) {
         char k[32];
         snprintf(k, sizeof k, "tasks#t%03d", i);
-        json_array_append_new(items, json_pack("{s:{s:s}, s:{s:s}}", "counter_seq_key", "S", k, "total", "N", "1"));
+        json_array_append_new(
+            items, json_pack("{s:{s:s}, s:{s:s}}", "counter_seq_key", "S", k, "total", "N", "1"));
     }
     assert_int_equal(at_store_batch_put(real_store, AT_TABLE_TASKS_COUNTERS, items), 0);
     json_decref(items);
