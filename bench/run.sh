@@ -6,7 +6,8 @@
 # printed with its ratio to our /health and to the twin, and the targets of issue 6 are
 # checked from those ratios (absolute numbers are noisy on a shared machine).
 #
-#   bench/run.sh [BINARY]               compare: /health, GET a note, a list of 25, POST
+#   bench/run.sh [BINARY]               compare: /health, GET a note, a list of 25, POST;
+#                                       task counters, a filtered list of 25 tasks, POST a task
 #   bench/run.sh --idle N [BINARY]      hold N idle keep-alive connections while wrk measures
 #   bench/run.sh --attack [BINARY]      slowloris clients, then clients that never read
 #
@@ -142,6 +143,31 @@ seed() {
     NOTE=$(sed -n 's/.*"uuid": *"\([0-9a-f-]*\)".*/\1/p' "$TMP/last.json")
 }
 
+# seed_tasks URL: 200 tasks of the bench tenant; the even ones open and assigned to
+# ASSIGNEE (100: four full pages of the filtered list), the others in_progress or done.
+ASSIGNEE=00000000-0000-4000-8000-0000000000a1
+seed_tasks() {
+    for i in $(seq 1 200); do
+        case $((i % 4)) in 1) st=in_progress ;; 3) st=done ;; *) st=open ;; esac
+        a=""
+        [ $((i % 2)) = 0 ] && a=", \"assignee_uuid\": \"$ASSIGNEE\""
+        curl -sf -o /dev/null -X POST "$1/tasks" -H "Authorization: Bearer $AT_TOKEN" \
+            -H 'Content-Type: application/json' -d "{\"title\": \"task $i\", \"status\": \"$st\"$a}" ||
+            { echo "bench: seeding tasks on $1 failed" >&2; exit 1; }
+    done
+}
+TASK_LIST="/tasks?status=open&assignee_uuid=$ASSIGNEE&limit=25"
+TASK_BODY="{\"title\": \"benchmark task\", \"status\": \"open\", \"assignee_uuid\": \"$ASSIGNEE\"}"
+
+# measure_posts SERVER URL: POST a task with wrk as a user of another tenant (its
+# counters are never read, so each create is the create alone: number, task, change count).
+measure_posts() {
+    saved=$AT_TOKEN
+    AT_TOKEN=$POST_TOKEN
+    measure "$1" task_post "$2" POST "$TASK_BODY"
+    AT_TOKEN=$saved
+}
+
 # measure SERVER ENDPOINT URL [METHOD BODY]: one wrk run, one line in $RESULTS.
 POST_BODY='{"data": {"text": "benchmark note", "n": 42, "tags": ["a", "b"]}}'
 measure() {
@@ -199,14 +225,17 @@ case $MODE in
 compare)
     start_ours
     AT_TOKEN=$("$BIN" token --user 00000000-0000-4000-8000-00000000beef --instance bench --name Bench)
+    POST_TOKEN=$("$BIN" token --user 00000000-0000-4000-8000-00000000beef --instance bench-post --name Bench)
     export AT_TOKEN
     seed "$OURS"
     OURS_NOTE=$NOTE
+    seed_tasks "$OURS"
     if [ "$STORAGE" = sqlite ]; then
         start_twin
         start_hello
         seed "$TWIN"
         TWIN_NOTE=$NOTE
+        seed_tasks "$TWIN"
         echo "bench: wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$DURATION, one endpoint at a time, servers interleaved" >&2
         measure hello health "http://127.0.0.1:$HELLO_PORT/"
     fi
@@ -220,6 +249,15 @@ compare)
     [ "$STORAGE" = sqlite ] && measure twin list "$TWIN/targets/$TARGET/notes?limit=25"
     measure ours post "$OURS/targets/$TARGET-post/notes" POST "$POST_BODY"
     [ "$STORAGE" = sqlite ] && measure twin post "$TWIN/targets/$TARGET-post/notes" POST "$POST_BODY"
+    # Tasks: counters (ours: from tasks_counters, computed once; the twin counts every
+    # time), the open tasks of one assignee (a list of 25 filtered on two attributes),
+    # a create (ours: a number, the task, the change count).
+    measure ours counters "$OURS/tasks/counters"
+    [ "$STORAGE" = sqlite ] && measure twin counters "$TWIN/tasks/counters"
+    measure ours task_list "$OURS$TASK_LIST"
+    [ "$STORAGE" = sqlite ] && measure twin task_list "$TWIN$TASK_LIST"
+    measure_posts ours "$OURS/tasks"
+    [ "$STORAGE" = sqlite ] && measure_posts twin "$TWIN/tasks"
     fact "ours rss_hwm_mb=$(status_mb "$OURS_PID" VmHWM) rss_mb=$(status_mb "$OURS_PID" VmRSS)"
     if [ "$STORAGE" = sqlite ]; then
         twin_mb=0

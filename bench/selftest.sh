@@ -7,7 +7,7 @@
 #   - clients slowloris counts /health probes a server never answers (it once printed
 #     "0 of 0" for them) and the probes a healthy server answers;
 #   - report.py says met or MISSED on each side of every target of issue 6;
-#   - the Flask twin serves its four routes and refuses a request without a token.
+#   - the Flask twin serves its notes and tasks routes and refuses a request without a token.
 # Prints one line per check and "N passed, N failed"; exits 1 when a check failed.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -162,6 +162,18 @@ if command -v gunicorn >/dev/null; then
         curl -sf \"$U/targets/t/notes?limit=2&cursor=\$C\" -H 'Authorization: Bearer $T' |
         python3 -c 'import json, sys; p = json.load(sys.stdin); assert [i[\"data\"][\"n\"] for i in p[\"items\"]] == [2] and p[\"next_cursor\"] is None'"
     check "twin: 401 without a token" [ "$(curl -s -o /dev/null -w '%{http_code}' "$U/targets/t/notes")" = 401 ]
+    for st in open done open open; do
+        curl -sf -o "$TMP/task.json" -X POST "$U/tasks" -H "Authorization: Bearer $T" \
+            -H 'Content-Type: application/json' -d "{\"title\": \"t\", \"status\": \"$st\", \"assignee_uuid\": \"a1\", \"due_at\": 1}"
+    done
+    check "twin: tasks numbered 1, 2, 3, 4" grep -q '"item_number":4' "$TMP/task.json"
+    check "twin: task counters" sh -c "curl -sf '$U/tasks/counters' -H 'Authorization: Bearer $T' |
+        python3 -c 'import json, sys; c = json.load(sys.stdin); assert c[\"by_status\"][\"open\"] == 3 and c[\"overdue\"] == 3 and c[\"total\"] == 4'"
+    check "twin: tasks filtered, paged" sh -c "
+        curl -sf '$U/tasks?status=open&assignee_uuid=a1&limit=2' -H 'Authorization: Bearer $T' >'$TMP/t1.json' &&
+        C=\$(python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); assert len(p[\"items\"]) == 2; print(p[\"next_cursor\"])' '$TMP/t1.json') &&
+        curl -sf \"$U/tasks?status=open&assignee_uuid=a1&limit=2&cursor=\$C\" -H 'Authorization: Bearer $T' >'$TMP/t2.json' &&
+        python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); assert sorted(i[\"item_number\"] for i in a[\"items\"] + b[\"items\"]) == [1, 3, 4] and b[\"next_cursor\"] is None' '$TMP/t1.json' '$TMP/t2.json'"
 else
     echo "skip twin (gunicorn is missing: bench/deps.sh)"
 fi

@@ -53,7 +53,8 @@ typedef struct at_route_doc {
     const char *tag;         /* the group it is listed under ("service") */
     int status;              /* the status of a success (0: 200) */
     const char *media_types; /* of a success, comma-separated (NULL: application/json) */
-    const char *schema;      /* JSON text: the OpenAPI schema of a success; NULL: none */
+    const char *schema;      /* JSON text: the OpenAPI schema of a success in its JSON
+                                media types; NULL: none */
     const char *answer;      /* one line: what a success answers */
     const char *body;        /* AT_R_BODY: JSON text of the body's schema; NULL: the
                                 resource's create fields */
@@ -61,6 +62,9 @@ typedef struct at_route_doc {
     const char *errors;      /* the statuses of its own refusals, space-separated ("404
                                 409"), beyond those its flags imply; or NULL */
     int store;               /* 1: it uses the store (429, 503 when that fails) */
+    int also_status;         /* another success status (202: not done yet), or 0 */
+    const char *also_schema; /* JSON text: its schema (application/json) */
+    const char *also_answer; /* one line: when it is answered */
 } at_route_doc;
 
 /* One row of the route table (src/api/routes.c). */

@@ -78,7 +78,9 @@ typedef struct at_list_filter {
 
 /* One way to read a list: the index and its partition, the order, the filters. A list
  * route points to an array of them ended by an entry with doc NULL; the first whose
- * `when` query parameter is present (or whose `when` is NULL) serves the request. */
+ * `when` query parameter is present (or whose `when` is NULL) serves the request. The
+ * plans without `when` (the defaults) come last; the engine serves the first of them,
+ * and a run hook may choose among all the plans (tasks: the most selective index). */
 struct at_list_def {
     const char *when;      /* query parameter that selects this plan; NULL: the default */
     const char *index;     /* the index read (its sort key orders the list); NULL: the table */
@@ -131,6 +133,11 @@ struct at_resource {
     /* Runs once a create is valid, before it is written (numbering). Returns 1 to go
      * on, 0 after answering. */
     int (*on_create)(at_ctx *c, const at_resource *r, json_t *item);
+    /* Runs after a change was written and before it is answered: a create (old NULL),
+     * a PATCH, DELETE or restore (old: the item as it was), a PUT (old: the item it
+     * replaced, or NULL). For what follows from a change (task counters). It cannot
+     * change the answer; what fails in it is its own to log. */
+    void (*on_change)(at_ctx *c, const at_resource *r, const json_t *old, const json_t *item);
     const char *doc; /* one line for the API document */
 };
 

@@ -61,6 +61,14 @@ void at_notifications_unread_count(at_ctx *c);
 void at_notifications_mark_all_read(at_ctx *c);
 extern const at_route_doc at_notifications_inbox_doc, at_notifications_unread_count_doc,
     at_notifications_mark_all_read_doc;
+extern const at_resource at_tasks;
+extern const at_list_def at_tasks_lists[];     /* GET /tasks: the index table (tasks_list.c) */
+extern const at_list_def at_tasks_by_target[]; /* GET /targets/{target_uuid}/tasks */
+extern const at_list_def at_tasks_by_user[];   /* GET /users/{user_uuid}/tasks?role= */
+extern const at_route_doc at_tasks_list_doc, at_tasks_by_user_doc;
+void at_tasks_counters(at_ctx *c);    /* GET /tasks/counters (tasks_counters.c) */
+void at_reports_tasks(at_ctx *c);     /* GET /reports/tasks (reports.c) */
+extern const at_route_doc at_tasks_counters_doc, at_reports_tasks_doc;
 
 /* ---- items as answers (item.c) ---- */
 
@@ -196,6 +204,19 @@ typedef struct at_list_query {
     const char *scope;
 } at_list_query;
 
+/* Starts lq: a query of resource r's index (NULL: the table) in the partition pv (an AV,
+ * stolen; pv_text its text, for the scope), in the order forward, live items only, with
+ * the tenant's filter when the partition is not the tenant. The scope is the route, the
+ * index, the tenant and the partition; add the rest with at_api_list_query_scope.
+ * Returns 0 or AT_ENOMEM (nothing to release then). Release with
+ * at_api_list_query_release. */
+int at_api_list_query_start(at_ctx *c, const at_resource *r, const char *index, json_t *pv,
+                            const char *pv_text, int forward, at_list_query *lq /* OUT */);
+
+/* Sets lq's sort key condition: the sort key of its index op av (stolen). Returns 0 or
+ * AT_ENOMEM / AT_ETOOBIG. */
+int at_api_list_query_sk(at_list_query *lq, at_op op, json_t *av);
+
 /* Fills lq from plan l of resource r and the request. Returns 1, or 0 after answering
  * (404 for a bad path parameter, 400 for a bad query parameter). Release with
  * at_api_list_query_release. */
@@ -251,6 +272,13 @@ void at_pager_query(at_pager *p, int phase, at_query *q);
  * value is borrowed. */
 void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *small, const char *attr,
                         const json_t *value);
+
+/* As at_pager_small_set, with the small set read by the query small (another index, its
+ * own partition and sort key condition, filtered to hold exactly the items of lq's list
+ * that it should give): read whole when it holds at most AT_API_SMALL_SET items and
+ * sorted into lq's order, else lq's own query pages. Its limit, start key and flags are
+ * the pager's. */
+void at_pager_small_query(at_pager *p, int phase, at_list_query *lq, const at_query *small);
 
 /* Answers the page ({"items": [...], "next_cursor": ...}) unless an error was answered,
  * and frees what the pager holds. */

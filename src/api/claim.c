@@ -26,13 +26,24 @@ static void refuse(at_ctx *c, const at_resource *r, const char *uuid)
     at_reply_error(c, 409, "the uuid %s cannot be used for a new %s; send a new uuid or none", uuid, r->name);
 }
 
-/* Answers a create whose item already exists: 200 with it when it is live and the
- * caller's own (same tenant and owner; the key holds the record), else 409. */
-static void answer_existing(at_ctx *c, const at_resource *r, const json_t *item, const char *uuid)
+/* Returns 1 when the existing item and the create name the same record: the key holds
+ * it when the resource is keyed by its record; a resource keyed by the tenant (tasks)
+ * has it in target_uuid (both without one is the same). */
+static int same_record(const at_resource *r, const json_t *item, const json_t *want)
+{
+    const json_t *a = json_object_get(item, "target_uuid"), *b = json_object_get(want, "target_uuid");
+    if (r->pk.src != AT_SRC_TENANT || !want) return 1;
+    return (!a && !b) || (a && b && at_av_equal(a, b));
+}
+
+/* Answers a create (want; NULL: not known) whose item already exists: 200 with it when
+ * it is live, the caller's own (same tenant and owner) and of the same record, else 409. */
+static void answer_existing(at_ctx *c, const at_resource *r, const json_t *item, const char *uuid,
+                            const json_t *want)
 {
     const char *inst = at_item_s(item, "instance_id"), *owner = at_item_s(item, "owner_uuid");
     if (!at_item_has(item, "deleted_at") && inst && owner && strcmp(inst, c->id->instance_id) == 0 &&
-        strcmp(owner, c->id->user_uuid) == 0)
+        strcmp(owner, c->id->user_uuid) == 0 && same_record(r, item, want))
         at_api_reply_item(c, r, 200, item);
     else
         refuse(c, r, uuid);
@@ -40,7 +51,7 @@ static void answer_existing(at_ctx *c, const at_resource *r, const json_t *item,
 
 /* Reads the item at key and answers as answer_existing. Returns 1 when there is none
  * (the caller may write it), 0 after answering. */
-static int existing(at_ctx *c, const at_resource *r, const json_t *key, const char *uuid)
+static int existing(at_ctx *c, const at_resource *r, const json_t *key, const char *uuid, const json_t *want)
 {
     json_t *item = NULL;
     int rc = at_store_get(c->store, r->table, key, &item);
@@ -48,7 +59,7 @@ static int existing(at_ctx *c, const at_resource *r, const json_t *key, const ch
     if (rc)
         at_reply_store_error(c, rc, "read an item");
     else
-        answer_existing(c, r, item, uuid);
+        answer_existing(c, r, item, uuid, want);
     json_decref(item);
     return 0;
 }
@@ -156,7 +167,7 @@ static int claim(at_ctx *c, const at_resource *r, const char *pk, const char *uu
             refuse(c, r, uuid);
             goto out;
         }
-        if (!existing(c, r, key, uuid)) goto out;
+        if (!existing(c, r, key, uuid, NULL)) goto out;
     }
     /* The item is written only after this check, by whoever writes it: so a claim that
      * points nowhere yet never lets a second item in. */
@@ -184,7 +195,7 @@ int at_api_put_new(at_ctx *c, const at_resource *r, const json_t *item, int clie
     if (client_uuid && r->pk.src != AT_SRC_TENANT && !claim(c, r, pk, uuid, key)) goto out;
     rc = at_store_put(c->store, r->table, item, &cond);
     if (rc == AT_ECOND) {
-        if (existing(c, r, key, uuid)) refuse(c, r, uuid); /* gone again at once: never mind */
+        if (existing(c, r, key, uuid, item)) refuse(c, r, uuid); /* gone again at once: never mind */
     } else if (rc)
         at_reply_store_error(c, rc, "create an item");
     else

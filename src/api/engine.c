@@ -157,7 +157,7 @@ void at_engine_create(at_ctx *c)
 {
     const at_resource *r = c->route->resource;
     const at_table_def *t = at_schema_table(r->table);
-    const char *pk = partition(c, r, at_api_param_what(c, r->pk.name));
+    const char *pk = partition(c, r, r->pk.name ? at_api_param_what(c, r->pk.name) : r->name);
     json_t *body, *errors = NULL, *item = NULL, *juuid;
     char uuid[AT_UUID_LEN + 1];
     int client_uuid = 0;
@@ -196,6 +196,7 @@ void at_engine_create(at_ctx *c)
     if (r->on_create && !r->on_create(c, r, item)) goto out;
     if (!at_api_fits(c, item, r->name)) goto out;
     if (at_api_put_new(c, r, item, client_uuid)) {
+        if (r->on_change) r->on_change(c, r, NULL, item);
         at_set_header(c, "Location", location(c, uuid));
         at_api_reply_item(c, r, 201, item);
     }
@@ -474,6 +475,7 @@ static int put_once(at_ctx *c, const at_resource *r, const json_t *key)
     if (rc) {
         at_reply_store_error(c, rc, "save an item");
     } else {
+        if (r->on_change) r->on_change(c, r, live, item);
         if (!live) at_set_header(c, "Location", location(c, NULL));
         at_api_reply_item(c, r, live ? 200 : 201, item);
     }

@@ -261,6 +261,7 @@ json_t *at_api_change(at_ctx *c, const at_resource *r, const json_t *key, const 
         clause.value = old_version_av;
         clause.value2 = NULL;
         rc = at_store_put(c->store, r->table, copy, &cond);
+        if (rc == 0 && r->on_change) r->on_change(c, r, item, copy);
         json_decref(item);
         if (rc == 0) return copy;
         json_decref(copy);

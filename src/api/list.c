@@ -66,22 +66,56 @@ static json_t *param_value(at_ctx *c, const at_resource *r, const char *param, c
     return av;
 }
 
+int at_api_list_query_start(at_ctx *c, const at_resource *r, const char *index, json_t *pv,
+                            const char *pv_text, int forward, at_list_query *lq)
+{
+    const at_table_def *t = at_schema_table(r->table);
+    const at_index_def *ix = index ? at_schema_index(t, index) : NULL;
+    const at_attr_def *pk = ix ? &ix->pk : &t->pk;
+    at_buf scope;
+    int rc;
+
+    memset(lq, 0, sizeof *lq);
+    lq->q.table = r->table;
+    lq->q.index = index;
+    lq->q.forward = forward;
+    lq->q.flags = AT_Q_LIVE;
+    lq->q.filter.v = lq->filters;
+    if ((rc = own(lq, pv))) return rc;
+    lq->q.pk = pv;
+    at_buf_init(&scope, 8192);
+    rc = at_buf_printf(&scope, "%s|%s|%zu:%s|%zu:%s", c->route->pattern, index ? index : "",
+                       strlen(c->id->instance_id), c->id->instance_id, strlen(pv_text), pv_text);
+    /* A partition that is not the tenant holds other tenants' items too. */
+    if (!rc && strcmp(pk->name, "instance_id") != 0)
+        rc = at_api_list_query_filter(lq, "instance_id", AT_OP_EQ, at_av_s(c->id->instance_id));
+    if (!rc && !(lq->scope = at_arena_strdup(c->arena, at_buf_str(&scope)))) rc = AT_ENOMEM;
+    at_buf_release(&scope);
+    if (rc) at_api_list_query_release(lq);
+    return rc;
+}
+
+int at_api_list_query_sk(at_list_query *lq, at_op op, json_t *av)
+{
+    const at_table_def *t = at_schema_table(lq->q.table);
+    const at_index_def *ix = lq->q.index ? at_schema_index(t, lq->q.index) : NULL;
+    const char *sk = ix ? ix->sk.name : t->sk.name;
+    int rc = own(lq, av);
+    if (!rc) lq->q.sk = (at_clause){sk, op, av, NULL};
+    return rc;
+}
+
 int at_api_list_query_init(at_ctx *c, const at_resource *r, const at_list_def *l, at_list_query *lq)
 {
     const at_table_def *t = at_schema_table(r->table);
     const at_index_def *ix = l->index ? at_schema_index(t, l->index) : NULL;
-    const at_attr_def *pk = ix ? &ix->pk : &t->pk, *sk = ix ? &ix->sk : &t->sk;
+    const at_attr_def *sk = ix ? &ix->sk : &t->sk;
     const char *pv = NULL, *v;
     json_t *av;
     at_buf scope;
     int rc = 0;
 
     memset(lq, 0, sizeof *lq);
-    lq->q.table = r->table;
-    lq->q.index = l->index;
-    lq->q.forward = l->forward;
-    lq->q.flags = AT_Q_LIVE;
-    lq->q.filter.v = lq->filters;
     switch (l->pk.src) {
     case AT_SRC_TENANT: pv = c->id->instance_id; break;
     case AT_SRC_USER: pv = c->id->user_uuid; break;
@@ -95,17 +129,15 @@ int at_api_list_query_init(at_ctx *c, const at_resource *r, const at_list_def *l
     default: pv = at_api_key_param(c, l->pk.name, at_api_param_what(c, l->pk.name)); break;
     }
     if (!pv) return 0;
+    if ((rc = at_api_list_query_start(c, r, l->index, at_av_s(pv), pv, l->forward, lq))) {
+        at_reply_error(c, 500, "cannot prepare the list (%s)", at_strerror(rc));
+        return 0;
+    }
     at_buf_init(&scope, 8192);
-    rc = at_buf_printf(&scope, "%s|%s|%zu:%s|%zu:%s", c->route->pattern, l->index ? l->index : "",
-                       strlen(c->id->instance_id), c->id->instance_id, strlen(pv), pv);
-    if (!rc) rc = own(lq, at_av_s(pv));
-    if (!rc) lq->q.pk = lq->owned[lq->nowned - 1];
-    /* A partition that is not the tenant holds other tenants' items too. */
-    if (!rc && strcmp(pk->name, "instance_id") != 0)
-        rc = at_api_list_query_filter(lq, "instance_id", AT_OP_EQ, at_av_s(c->id->instance_id));
+    rc = at_buf_adds(&scope, lq->scope);
     if (!rc && l->sk_param && (v = at_query_param(c, l->sk_param))) {
         if (!(av = param_value(c, r, l->sk_param, sk->name, v))) goto replied;
-        if (!(rc = own(lq, av))) lq->q.sk = (at_clause){sk->name, l->sk_op, av, NULL};
+        rc = at_api_list_query_sk(lq, l->sk_op, av);
         if (!rc) rc = scope_add(&scope, l->sk_param, v);
     }
     if (!rc && l->order_param && (v = at_query_param(c, l->order_param))) {
@@ -439,18 +471,15 @@ static void add_sorted(at_pager *p, int phase, const at_query *q, const json_t *
     free(v);
 }
 
-void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *small, const char *attr,
-                        const json_t *value)
+void at_pager_small_query(at_pager *p, int phase, at_list_query *lq, const at_query *small)
 {
-    at_query sq = lq->q;
+    at_query sq = *small;
     at_page page = {0};
     int rc;
     if (p->done) return;
-    sq.index = small;
-    sq.sk = (at_clause){attr, AT_OP_EQ, value, NULL};
-    sq.forward = 1;
     sq.limit = AT_API_SMALL_SET;
     sq.start_key = NULL;
+    sq.flags &= ~(unsigned)(AT_Q_RAW | AT_Q_COUNT);
     rc = at_store_query(p->c->store, &sq, &page);
     if (rc) {
         at_reply_store_error(p->c, rc, "list items");
@@ -461,4 +490,14 @@ void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *s
         at_pager_query(p, phase, &lq->q); /* many: page them for real */
     }
     at_page_release(&page);
+}
+
+void at_pager_small_set(at_pager *p, int phase, at_list_query *lq, const char *small, const char *attr,
+                        const json_t *value)
+{
+    at_query sq = lq->q;
+    sq.index = small;
+    sq.sk = (at_clause){attr, AT_OP_EQ, value, NULL};
+    sq.forward = 1;
+    at_pager_small_query(p, phase, lq, &sq);
 }

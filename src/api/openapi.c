@@ -588,7 +588,7 @@ static json_t *other_answer(gen *g, const at_route *rt)
         size_t n = strcspn(types, ",");
         json_t *schema;
         snprintf(type, sizeof type, "%.*s", (int)n, types);
-        if (d->schema)
+        if (d->schema && strstr(type, "json"))
             schema = schema_text(g, rt, "schema", d->schema);
         else if (strstr(type, "json"))
             schema = json_pack("{s:s}", "type", "object");
@@ -647,6 +647,16 @@ static void answers(gen *g, const at_route *rt, json_t *op)
     case AT_RK_OTHER:
         snprintf(d, sizeof d, "%d", rt->doc->status ? rt->doc->status : 200);
         put(g, res, d, other_answer(g, rt));
+        if (rt->doc->also_status) {
+            snprintf(d, sizeof d, "%d", rt->doc->also_status);
+            put(g, res, d,
+                json_pack("{s:s, s:o, s:{s:{s:o}}}", "description",
+                          rt->doc->also_answer ? rt->doc->also_answer : "", "headers",
+                          headers(NULL, NULL), "content", "application/json", "schema",
+                          rt->doc->also_schema
+                              ? schema_text(g, rt, "schema", rt->doc->also_schema)
+                              : json_pack("{s:s}", "type", "object")));
+        }
         break;
     }
     for (size_t i = 0; i < NREFUSALS; i++) {

@@ -66,6 +66,23 @@ const at_route at_routes[] = {
     GET("/notifications/{uuid}", &at_notifications, "read one of your notifications"),
     PATCH("/notifications/{uuid}", &at_notifications, "mark one of your notifications read or hidden"),
 
+    CREATE("/tasks", &at_tasks, "create a task (it gets the tenant's next item_number)"),
+    /* The lists' hooks read ?sort= (and ?role=); their docs name them for the API document. */
+    {"GET", "/tasks", at_engine_list, 0, "list the tenant's tasks, filtered", &at_tasks, AT_RK_LIST, at_tasks_lists,
+     &at_tasks_list_doc},
+    OWN_OF("GET", "/tasks/counters", at_tasks_counters, 0, "how many tasks are in each status, and overdue",
+           &at_tasks, &at_tasks_counters_doc),
+    GET("/tasks/{uuid}", &at_tasks, "read a task"),
+    PATCH("/tasks/{uuid}", &at_tasks, "change a task (its owner, its assignee or a CRM_ADMIN)"),
+    DELETE("/tasks/{uuid}", &at_tasks, "delete a task (its owner or a CRM_ADMIN)"),
+    RESTORE("/tasks/{uuid}/restore", &at_tasks, "restore a deleted task"),
+    {"GET", "/targets/{target_uuid}/tasks", at_engine_list, 0, "list a record's tasks", &at_tasks, AT_RK_LIST,
+     at_tasks_by_target, &at_tasks_list_doc},
+    {"GET", "/users/{user_uuid}/tasks", at_engine_list, 0, "a user's tasks: those they own or are assigned",
+     &at_tasks, AT_RK_LIST, at_tasks_by_user, &at_tasks_by_user_doc},
+    OWN_OF("GET", "/reports/tasks", at_reports_tasks, 0, "a report of the tasks created in a period, by group",
+           &at_tasks, &at_reports_tasks_doc),
+
     OWN("GET", "/openapi.json", at_api_openapi_json, AT_R_PUBLIC, "the API document", &at_api_openapi_doc),
     OWN("GET", "/swagger.json", at_api_openapi_json, AT_R_PUBLIC, "the API document (another name)", &at_api_openapi_doc),
     OWN("GET", "/docs", at_api_docs_page, AT_R_PUBLIC, "the API page", &at_api_docs_page_doc),

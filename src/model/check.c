@@ -172,8 +172,9 @@ int at_model_check_list(const at_resource *r, const at_list_def *plans, const ch
             if (!f->field || !at_model_field(r, f->field))
                 return fail(err, n, "list %s (resource %s): filter ?%s names no field of the resource",
                             pattern, r->name, f->param);
-        if (l != plans && !l[-1].when)
-            return fail(err, n, "list %s (resource %s): a plan follows the default plan", pattern, r->name);
+        if (l != plans && !l[-1].when && l->when)
+            return fail(err, n, "list %s (resource %s): a plan with a query parameter follows the default plans",
+                        pattern, r->name);
     }
     return 0;
 }

@@ -66,8 +66,13 @@ typedef struct sq_ix {
     /* Quoted name of this index's tenant-scoped twin, or NULL: a partial index on
      * (pk, instance_id, sk, ties...) of live items only, which serves a query that
      * asks for live items and filters on instance_id = value as one seek, whatever
-     * other tenants keep under the same partition key. */
+     * other tenants keep under the same partition key. When instance_id is one of the
+     * ties (a table keyed by the tenant: tasks, settings), the twin holds it once, and
+     * a query of the twin orders by the sort key and the other tie (SQLite cannot
+     * order by a column repeated in an index: it sorted every run of equal sort keys). */
     char *qscoped;
+    char *qscoped_old; /* the name such a twin had when it repeated instance_id (setup
+                          drops that index), or NULL */
 } sq_ix;
 
 typedef struct sq_table {

@@ -153,24 +153,27 @@ static int sk_bounds(qplan *p, const at_clause *c)
     }
 }
 
-/* Returns the order columns of x (index sort key, then the table keys breaking ties). */
-static int order_cols(const sq_ix *x, int cols[3])
+/* Returns the order columns of the index p reads (its sort key, then the table keys
+ * breaking ties). Reading a tenant-scoped twin, the tenant is fixed: a tie that is the
+ * tenant orders nothing, and is left out (the twin holds it once, before the sort key). */
+static int order_cols(const qplan *p, int cols[3])
 {
+    const sq_ix *x = p->x;
     int n = 0;
     if (x->sk >= 0) cols[n++] = x->sk;
     for (int i = 0; i < x->nties; i++)
-        cols[n++] = x->ties[i];
+        if (!(p->scoped && x->ties[i] == p->t->scope)) cols[n++] = x->ties[i];
     return n;
 }
 
 /* Reads the exclusive start key: the table keys and the index keys, as
  * at_schema_item_key makes them. */
-static int read_start(qplan *p, const json_t *start, const sq_val *pk, int forward)
+static int read_start(qplan *p, const json_t *start, const sq_val *pk, const sq_val *scope, int forward)
 {
     const at_table_def *d = p->t->def;
     json_t *want;
     sq_val spk;
-    int cols[3], n = order_cols(p->x, cols), rc;
+    int cols[3], n = order_cols(p, cols), rc;
     bound *near = forward ? &p->lo : &p->hi;
 
     if (!start) return 0;
@@ -181,6 +184,12 @@ static int read_start(qplan *p, const json_t *start, const sq_val *pk, int forwa
         rc = at_sqlite_av_val(json_object_get(start, p->t->cols[p->x->pk].attr),
                               p->t->cols[p->x->pk].type, &spk);
     if (!rc && val_cmp(&spk, pk) != 0) rc = AT_EINVAL; /* outside the query's partition */
+    for (int i = 0; !rc && p->scoped && i < p->x->nties; i++) {
+        sq_val sv; /* a tenant the order leaves out: the start key's must be the query's */
+        if (p->x->ties[i] != p->t->scope) continue;
+        rc = at_sqlite_av_val(json_object_get(start, SQ_SCOPE_ATTR), AT_KEY_S, &sv);
+        if (!rc && val_cmp(&sv, scope) != 0) rc = AT_EINVAL;
+    }
     for (int i = 0; !rc && i < n; i++)
         rc = at_sqlite_av_val(json_object_get(start, p->t->cols[cols[i]].attr),
                               p->t->cols[cols[i]].type, &p->start[i]);
@@ -224,7 +233,7 @@ static int add_bound(qplan *p, const bound *b, const char *strict, const char *i
 /* Appends "(c1, c2) > (?, ?)" (or <) for the start key. */
 static int add_start(qplan *p, int forward)
 {
-    int cols[3], n = order_cols(p->x, cols), rc;
+    int cols[3], n = order_cols(p, cols), rc;
     if (!p->use_start) return 0;
     rc = at_buf_adds(&p->sql, " AND (");
     for (int i = 0; !rc && i < n; i++)
@@ -237,7 +246,7 @@ static int add_start(qplan *p, int forward)
 
 static int add_order(qplan *p, int forward)
 {
-    int cols[3], n = order_cols(p->x, cols), rc = 0;
+    int cols[3], n = order_cols(p, cols), rc = 0;
     for (int i = 0; !rc && i < n; i++)
         rc = at_buf_adds(&p->sql, i ? ", " : " ORDER BY ") || add_colname(p, cols[i]) ||
              at_buf_adds(&p->sql, forward ? "" : " DESC");
@@ -422,9 +431,9 @@ static int plan_query(sq_store *s, const at_query *q, qplan *p)
     key_cols(p);
     rc = at_sqlite_av_val(q->pk, p->t->cols[p->x->pk].type, &pk);
     if (!rc) rc = sk_bounds(p, &q->sk);
-    if (!rc) rc = read_start(p, q->start_key, &pk, q->forward);
     scoped_clause = rc ? -1 : pick_scoped(p, &scope);
     p->scoped = scoped_clause >= 0;
+    if (!rc) rc = read_start(p, q->start_key, &pk, &scope, q->forward);
     if (!rc) rc = plan_filters(p, scoped_clause, at_now_us() / 1000000);
     if (!rc) rc = build_sql(p, &pk, &scope, q->forward);
     return rc;

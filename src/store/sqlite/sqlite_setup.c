@@ -26,16 +26,19 @@ static int col_of(sq_table *t, const char *attr, at_key_type type)
  * secondary indexes. */
 static int layout_scoped(sq_table *t, sq_ix *x, const char *name)
 {
+    int tied = 0, rc;
     at_buf b;
     if (!x->def || t->scope < 0 || x->pk == t->scope || x->def->include) return 0;
+    for (int i = 0; i < x->nties; i++) tied |= x->ties[i] == t->scope;
     at_buf_init(&b, 4096);
-    if (at_buf_printf(&b, "%s/%s/live-by-" SQ_SCOPE_ATTR, name, x->def->name)) {
-        at_buf_release(&b);
-        return AT_ENOMEM;
-    }
-    x->qscoped = at_sqlite_quote(at_buf_str(&b));
+    /* A twin that holds the tenant once (it is a tie) has a name of its own: the same
+     * name would keep the twin of older versions, which repeated it. */
+    rc = at_buf_printf(&b, "%s/%s/live-by-" SQ_SCOPE_ATTR, name, x->def->name);
+    if (!rc && tied && !(x->qscoped_old = at_sqlite_quote(at_buf_str(&b)))) rc = AT_ENOMEM;
+    if (!rc && tied) rc = at_buf_adds(&b, "/once");
+    if (!rc && !(x->qscoped = at_sqlite_quote(at_buf_str(&b)))) rc = AT_ENOMEM;
     at_buf_release(&b);
-    return x->qscoped ? 0 : AT_ENOMEM;
+    return rc;
 }
 
 static int layout_index(sq_table *t, sq_ix *x, const at_index_def *d, const char *name)
@@ -180,6 +183,7 @@ void at_sqlite_layout_release(sq_table *t)
     for (size_t i = 0; i < t->nix; i++) {
         free(t->ix[i].qindex);
         free(t->ix[i].qscoped);
+        free(t->ix[i].qscoped_old);
     }
     free(t->base.qscoped);
     free(t->qname);
@@ -256,11 +260,13 @@ static int create_scoped_index(sq_conn *c, const sq_table *t, const sq_ix *x)
     int rc;
 
     at_buf_init(&b, SQ_SQL_MAX);
-    rc = at_buf_printf(&b, "CREATE INDEX IF NOT EXISTS %s ON %s (", x->qscoped, t->qname) ||
-         add_col(&b, t, x->pk) || at_buf_adds(&b, ", ") || add_col(&b, t, t->scope);
+    rc = x->qscoped_old ? at_buf_printf(&b, "DROP INDEX IF EXISTS %s;", x->qscoped_old) : 0;
+    if (!rc)
+        rc = at_buf_printf(&b, "CREATE INDEX IF NOT EXISTS %s ON %s (", x->qscoped, t->qname) ||
+             add_col(&b, t, x->pk) || at_buf_adds(&b, ", ") || add_col(&b, t, t->scope);
     if (!rc && x->sk >= 0) rc = at_buf_adds(&b, ", ") || add_col(&b, t, x->sk);
     for (int i = 0; !rc && i < x->nties; i++)
-        rc = at_buf_adds(&b, ", ") || add_col(&b, t, x->ties[i]);
+        if (x->ties[i] != t->scope) rc = at_buf_adds(&b, ", ") || add_col(&b, t, x->ties[i]);
     if (!rc) rc = at_buf_adds(&b, ") WHERE ") || at_sqlite_scoped_predicate(t, x, &b);
     if (!rc) rc = ddl(c, at_buf_str(&b));
     at_buf_release(&b);

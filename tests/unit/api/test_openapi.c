@@ -175,6 +175,9 @@ static const at_route_doc stats_doc = {
     .query = stats_query,
     .errors = "409 412",
     .store = 1,
+    .also_status = 202,
+    .also_schema = "{\"type\": \"object\", \"properties\": {\"status\": {\"type\": \"string\"}}}",
+    .also_answer = "not finished yet",
 };
 
 #define COLL "/targets/{target_uuid}/widgets"
@@ -334,11 +337,15 @@ static void test_toy_resource(void **state)
     /* routes of their own: their doc's answer, query, refusals, media types */
     op = at(doc, "paths|/stats|get");
     statuses(op, st, sizeof st);
-    assert_string_equal(st, "200 401 403 409 412 429 500 503");
+    assert_string_equal(st, "200 202 401 403 409 412 429 500 503");
     assert_string_equal(text(op, "tags|0"), "reports");
     assert_string_equal(text(param(op, "from"), "schema|type"), "integer");
     assert_string_equal(text(param(op, "group_by"), "schema|type"), "string");
-    assert_string_equal(text(op, "responses|200|content|text/csv|schema|type"), "object");
+    /* the schema is the JSON answer's; a CSV answer is text */
+    assert_string_equal(text(op, "responses|200|content|application/json|schema|type"), "object");
+    assert_string_equal(text(op, "responses|200|content|text/csv|schema|type"), "string");
+    assert_string_equal(text(op, "responses|202|description"), "not finished yet");
+    assert_string_equal(text(op, "responses|202|content|application/json|schema|properties|status|type"), "string");
     assert_string_equal(text(op, "responses|200|description"), "counts");
     op = at(doc, "paths|/ping|get");
     statuses(op, st, sizeof st);

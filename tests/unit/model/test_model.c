@@ -192,6 +192,17 @@ static void test_list_mistakes(void **state)
     expect_refused(at_model_check_list(&r, bad_filter, "/t/{target_uuid}", err, sizeof err), err, "?colour");
     expect_refused(at_model_check_list(&r, after_default, "/t/{target_uuid}", err, sizeof err), err,
                    "follows the default");
+    /* Several defaults at the end are fine: a run hook chooses among them (tasks). */
+    {
+        at_list_def two_defaults[] = {
+            {.when = "owner", .index = "owner_uuid-created_at-index", .pk = {AT_SRC_QUERY, "owner"}, .doc = "by owner"},
+            {.index = "target_uuid-updated_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .doc = "one default"},
+            {.index = "target_uuid-created_at-index", .pk = {AT_SRC_PATH, "target_uuid"}, .doc = "another"},
+            {NULL},
+        };
+        r.table = AT_TABLE_TASKS;
+        assert_int_equal(at_model_check_list(&r, two_defaults, "/t/{target_uuid}", err, sizeof err), 0);
+    }
 }
 
 static void test_route_mistakes(void **state)

@@ -190,6 +190,92 @@ static void test_explain_plans(void **state)
     at_store_free(s);
 }
 
+/* A table keyed by the tenant (tasks, settings): its indexes' tenant-scoped twins hold
+ * instance_id once, so a page is one index search in order, ties included, and no
+ * temporary B-tree sorts a run of equal sort keys (it did when the twin repeated
+ * instance_id, reading the whole run outside the page's work bound); paging through
+ * ties on such a twin gives every item once in (sort key, uuid) order; setup replaces
+ * the twins of older versions. */
+static void test_twins_of_tenant_keyed_tables(void **state)
+{
+    char path[512], *old;
+    at_store *s = open_db("twins", path, sizeof path);
+    json_t *t1 = at_av_s("T1"), *inst = at_av_s("i1"), *other = at_av_s("i2"), *cat = at_av_s("c");
+    at_clause f = {"instance_id", AT_OP_EQ, inst, NULL};
+    at_query q = {.table = AT_TABLE_TASKS, .index = "target_uuid-created_at-index", .pk = t1, .forward = 0,
+                  .limit = 3, .filter = {&f, 1}, .flags = AT_Q_LIVE};
+    json_t *start = at_conf_item("instance_id", at_av_s("i1"), "uuid", at_av_s("u5"), "target_uuid", at_av_s("T1"),
+                                 "created_at", at_av_n_int(100), NULL);
+    json_t *seen = json_array();
+    (void)state;
+    assert_index_search(s, &q, "target_uuid-created_at-index/live-by-instance_id/once (target_uuid=? AND instance_id=?");
+    q.start_key = start;
+    assert_index_search(s, &q, "(target_uuid=? AND instance_id=? AND created_at>? AND (created_at,uuid)<(?,?))");
+    q.start_key = NULL;
+    q.table = AT_TABLE_SETTINGS;
+    q.index = "category-created_at-index";
+    q.pk = cat;
+    assert_index_search(s, &q, "category-created_at-index/live-by-instance_id/once (category=? AND instance_id=?");
+
+    /* 12 tasks on T1 created in the same second (and one a second later), half of them
+     * another tenant's: paged 3 at a time, newest first, ties by uuid descending. */
+    for (int i = 0; i < 24; i++) {
+        char u[8];
+        snprintf(u, sizeof u, "u%02d", i);
+        put_ok(s, AT_TABLE_TASKS,
+               at_conf_item("instance_id", at_av_s(i % 2 ? "i2" : "i1"), "uuid", at_av_s(u), "target_uuid", at_av_s("T1"),
+                            "created_at", at_av_n_int(i == 22 ? 101 : 100), NULL));
+    }
+    q = (at_query){.table = AT_TABLE_TASKS, .index = "target_uuid-created_at-index", .pk = t1, .forward = 0,
+                   .limit = 3, .filter = {&f, 1}, .flags = AT_Q_LIVE};
+    for (int guard = 0; guard < 20; guard++) {
+        at_page p = {0};
+        json_t *it;
+        size_t i;
+        assert_int_equal(at_store_query(s, &q, &p), 0);
+        json_array_foreach(p.items, i, it) json_array_append_new(seen, json_string(at_item_s(it, "uuid")));
+        json_decref((json_t *)q.start_key);
+        q.start_key = json_incref(p.last_key);
+        at_page_release(&p);
+        if (!q.start_key) break;
+    }
+    {
+        const char *want[] = {"u22", "u20", "u18", "u16", "u14", "u12", "u10", "u08", "u06", "u04", "u02", "u00"};
+        assert_int_equal(json_array_size(seen), 12);
+        for (size_t i = 0; i < 12; i++) assert_string_equal(json_string_value(json_array_get(seen, i)), want[i]);
+    }
+    /* a start key of another tenant is refused on the twin (the order leaves the tenant out) */
+    {
+        at_page p = {0};
+        json_t *theirs = at_conf_item("instance_id", at_av_s("i2"), "uuid", at_av_s("u05"), "target_uuid", at_av_s("T1"),
+                                      "created_at", at_av_n_int(100), NULL);
+        q.start_key = theirs;
+        assert_int_equal(at_store_query(s, &q, &p), AT_EINVAL);
+        at_page_release(&p);
+        q.start_key = NULL;
+        json_decref(theirs);
+    }
+    at_store_free(s);
+
+    /* The twin an older version made (instance_id twice) is dropped by setup. */
+    free(raw_sql(path, "CREATE INDEX \"em_actions_tasks_staging/owner_uuid-created_at-index/live-by-instance_id\" ON "
+                       "em_actions_tasks_staging (owner_uuid, instance_id, created_at, instance_id, uuid)"));
+    old = raw_sql(path, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%/live-by-instance_id'");
+    assert_string_equal(old, "4"); /* it, and the notes' three, which never repeated it */
+    free(old);
+    s = open_db("twins", path, sizeof path);
+    old = raw_sql(path, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%/live-by-instance_id'");
+    assert_string_equal(old, "3"); /* the notes' three */
+    free(old);
+    at_store_free(s);
+    json_decref(seen);
+    json_decref(start);
+    json_decref(t1);
+    json_decref(inst);
+    json_decref(other);
+    json_decref(cat);
+}
+
 static int64_t stream_count(at_store *s)
 {
     json_t *recs = NULL;
@@ -986,6 +1072,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wal_mode),
         cmocka_unit_test(test_explain_plans),
+        cmocka_unit_test(test_twins_of_tenant_keyed_tables),
         cmocka_unit_test(test_stream_same_transaction),
         cmocka_unit_test(test_reopen),
         cmocka_unit_test(test_open_errors),
