@@ -92,7 +92,9 @@ nspawn_pid=$!
 leader=""
 n=0
 while [ $n -lt 300 ]; do # 30 s
-    leader=${leader:-$(pgrep -P "$nspawn_pid" | head -1 || true)}
+    # The container's PID 1 is systemd, a child of nspawn. Match it by name: nspawn's
+    # short-lived helper children come first, and a busy machine catches one of them.
+    [ -n "$leader" ] && [ -d "/proc/$leader" ] || leader=$(pgrep -P "$nspawn_pid" -x "systemd|init" | head -1 || true)
     if [ -n "$leader" ] && [ "$(nsenter -t "$leader" -a systemctl is-active actionstools 2>/dev/null)" = active ]; then
         break
     fi
