@@ -6,12 +6,15 @@
 # prints the instructions per request and the functions that cost the most (inclusive).
 # KEEP_OUT=FILE keeps the callgrind profile for callgrind_annotate. OTHER=N then seeds
 # N newer notes of another tenant under the same target (the list must not pay for them).
+# ENDPOINT=get, post or health counts that request instead of the list (one note; a new
+# note on another record each time; GET /health).
 # Usage: scripts/callgrind-list.sh [BINARY]   (a release build: build/release/actionstools)
 set -eu
 BIN=$(realpath "${1:-build/release/actionstools}")
 NOTES=${NOTES:-30}
 REQUESTS=${REQUESTS:-200}
 LIMIT=${LIMIT:-25}
+ENDPOINT=${ENDPOINT:-list}
 command -v valgrind >/dev/null || { echo "callgrind-list: valgrind is missing (apt-get install valgrind)" >&2; exit 1; }
 
 TMP=$(mktemp -d)
@@ -43,11 +46,21 @@ if [ "${OTHER:-0}" -gt 0 ]; then
         -H "Authorization: Bearer $OTOKEN" -H 'Content-Type: application/json' \
         -d '{"data": {"text": "another tenant'"'"'s note {}"}}'
 fi
-# One request outside the count warms the caches (statements, connections).
-curl -sf -o "$TMP/page.json" "$URL/targets/cg-target/notes?limit=$LIMIT" -H "Authorization: Bearer $TOKEN"
+NOTE=$(curl -sf "$URL/targets/cg-target/notes?limit=1" -H "Authorization: Bearer $TOKEN" |
+    sed -n 's/.*"uuid": *"\([0-9a-f-]*\)".*/\1/p')
+case $ENDPOINT in
+list) set -- "$URL/targets/cg-target/notes?limit=$LIMIT" ;;
+get) set -- "$URL/targets/cg-target/notes/$NOTE" ;;
+health) set -- "$URL/health" ;;
+post) set -- -X POST "$URL/targets/cg-post/notes" -H 'Content-Type: application/json' \
+    -d '{"data": {"text": "benchmark note", "n": 42, "tags": ["a", "b"]}}' ;;
+*) echo "callgrind-list: ENDPOINT is list, get, health or post, not '$ENDPOINT'" >&2; exit 2 ;;
+esac
+# One request outside the count warms the caches (statements, connections, the token's).
+curl -sf -o "$TMP/page.json" -H "Authorization: Bearer $TOKEN" "$@"
 callgrind_control -i on "$PID" >/dev/null
 for _ in $(seq 1 "$REQUESTS"); do
-    curl -sf -o /dev/null "$URL/targets/cg-target/notes?limit=$LIMIT" -H "Authorization: Bearer $TOKEN"
+    curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" "$@"
 done
 callgrind_control -i off "$PID" >/dev/null
 kill -TERM "$PID"
@@ -55,7 +68,8 @@ wait "$PID" 2>/dev/null || true
 PID=""
 [ -z "${KEEP_OUT:-}" ] || cp "$TMP/cg.out" "$KEEP_OUT"
 TOTAL=$(callgrind_annotate "$TMP/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-echo "callgrind: $REQUESTS list requests of $LIMIT notes: $TOTAL instructions, $((TOTAL / REQUESTS)) per request"
+[ "$ENDPOINT" = list ] && what="list requests of $LIMIT notes" || what="$ENDPOINT requests"
+echo "callgrind: $REQUESTS $what: $TOTAL instructions, $((TOTAL / REQUESTS)) per request"
 echo "answer bytes: $(wc -c < "$TMP/page.json")"
 echo "top functions, inclusive:"
 callgrind_annotate --inclusive=yes "$TMP/cg.out" 2>/dev/null | sed -n '/file:function/,$p' |

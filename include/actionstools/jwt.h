@@ -45,6 +45,10 @@ int at_jwt_verifier_new(const at_jwt_config *cfg, at_jwt_verifier **out /* OUT *
 /* Frees a verifier; NULL is allowed. */
 void at_jwt_verifier_free(at_jwt_verifier *v);
 
+/* Returns a number no other verifier of this process has had or will have (caches of
+ * verified tokens key on it: a verifier made later at the same address is another). */
+uint64_t at_jwt_verifier_serial(const at_jwt_verifier *v);
+
 /* Returns the one algorithm v accepts: "HS256", "RS256" or "ES256" (static). */
 const char *at_jwt_verifier_alg(const at_jwt_verifier *v);
 

@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include "auth.h"
+#include "token_cache.h"
 #include "actionstools/err.h"
 #include "actionstools/timeutil.h"
 #include "actionstools/banned.h"
@@ -42,7 +43,9 @@ int at_auth_identify(const at_jwt_verifier *v, const at_request *req, at_arena *
 {
     const char *h, *token;
     json_t *claims = NULL;
+    at_token_times times;
     char reason[160];
+    int64_t now;
     int rc;
 
     memset(id, 0, sizeof *id);
@@ -71,7 +74,9 @@ int at_auth_identify(const at_jwt_verifier *v, const at_request *req, at_arena *
                "AUTH_JWT_PUBLIC_KEY_FILE";
         return AT_EINVAL;
     }
-    rc = at_jwt_verify(v, token, at_now_us() / 1000000, &claims, reason, sizeof reason);
+    now = at_now_us() / 1000000;
+    if (at_token_cache_get(v, token, now, a, id)) return 0;
+    rc = at_jwt_verify(v, token, now, &claims, reason, sizeof reason);
     if (rc) {
         *why = at_arena_printf(a, "invalid bearer token: %s", reason);
         if (!*why) *why = "invalid bearer token";
@@ -82,6 +87,10 @@ int at_auth_identify(const at_jwt_verifier *v, const at_request *req, at_arena *
     id->user_name = claim_string(claims, "name", a);
     if (!id->user_name) id->user_name = "";
     id->is_admin = has_admin_role(json_object_get(claims, "roles"));
+    /* at_jwt_verify checked that exp is a number, and nbf when present. */
+    times.exp = json_number_value(json_object_get(claims, "exp"));
+    times.has_nbf = json_object_get(claims, "nbf") != NULL;
+    times.nbf = json_number_value(json_object_get(claims, "nbf"));
     json_decref(claims);
     if (!id->user_uuid) {
         *why = "invalid bearer token: the \"sub\" claim (user uuid) is missing";
@@ -91,5 +100,6 @@ int at_auth_identify(const at_jwt_verifier *v, const at_request *req, at_arena *
         *why = "invalid bearer token: the \"instance_id\" claim (tenant) is missing";
         return AT_EINVAL;
     }
+    at_token_cache_put(v, token, &times, id);
     return 0;
 }

@@ -41,7 +41,10 @@ struct at_jwt_verifier {
     EVP_PKEY *pkey; /* RS256 / ES256 */
     char *issuer;   /* NULL: not checked */
     char *audience; /* NULL: not checked */
+    uint64_t serial; /* unique in the process (at_jwt_verifier_serial) */
 };
+
+static uint64_t verifier_serials; /* the last serial given out */
 
 static int say(char *why, size_t n, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -161,6 +164,7 @@ int at_jwt_verifier_new(const at_jwt_config *cfg, at_jwt_verifier **out, char *w
                    "AUTH_JWT_PUBLIC_KEY_FILE (RS256/ES256 public key) to verify bearer tokens");
     v = calloc(1, sizeof *v);
     if (!v) return AT_ENOMEM;
+    v->serial = __atomic_add_fetch(&verifier_serials, 1, __ATOMIC_RELAXED);
     if (have_key) {
         rc = load_key(cfg, v, why, whylen);
         if (rc) goto out;
@@ -205,6 +209,11 @@ void at_jwt_verifier_free(at_jwt_verifier *v)
     free(v->issuer);
     free(v->audience);
     free(v);
+}
+
+uint64_t at_jwt_verifier_serial(const at_jwt_verifier *v)
+{
+    return v->serial;
 }
 
 const char *at_jwt_verifier_alg(const at_jwt_verifier *v)
