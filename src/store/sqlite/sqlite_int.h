@@ -107,7 +107,9 @@ typedef struct sq_store sq_store;
 
 /* A write queued for the writer: run(s, c, arg) on the writer's connection, inside the
  * group's transaction. run returns 0 or an AT_* code; on failure its changes are rolled
- * back (and only its own). */
+ * back (and only its own). run may be called more than once for one write (when
+ * another write of its group must be undone alone, the group runs again): it must start
+ * from arg's inputs each time, and set its outputs anew. */
 typedef int (*sq_job_fn)(sq_store *s, sq_conn *c, void *arg);
 
 typedef struct sq_job {
@@ -116,6 +118,7 @@ typedef struct sq_job {
     int rc;             /* run's result, or the error that stopped its group */
     int done;           /* set (under the writer's mutex) once its group is over */
     int lead;           /* set when this caller is to commit the next group */
+    int careful;        /* run it in a savepoint of its own, never twice (DDL: setup) */
     pthread_cond_t cv;  /* the caller waits here, alone */
     struct sq_job *next;
 } sq_job;
@@ -177,6 +180,11 @@ char *at_sqlite_quote(const char *name);
  * group's transaction (the write then did not happen). Whatever run stored in arg
  * belongs to the caller either way. */
 int at_sqlite_write(sq_store *s, sq_job_fn run, void *arg);
+
+/* As at_sqlite_write, for a write whose changes the writer cannot see as row counts
+ * (DDL: CREATE TABLE...), or that must not run twice: its group runs each write in a
+ * savepoint of its own. */
+int at_sqlite_write_careful(sq_store *s, sq_job_fn run, void *arg);
 
 /* For tests and benchmarks: groups committed, and writes in them, so far. */
 void at_sqlite_writer_stats(at_store *st, uint64_t *commits /* OUT */, uint64_t *writes /* OUT */);

@@ -502,6 +502,8 @@ static int update_run(sq_store *s, sq_conn *c, void *arg)
     at_buf packed;
     int rc;
 
+    json_decref(j->item); /* from an earlier run of this write, if its group ran again */
+    j->item = NULL;
     at_buf_init(&packed, SQ_PACKED_MAX);
     rc = read_live(c, t, j->kv, j->now, &old);
     if (!rc && !at_cond_eval(old, j->cond)) rc = AT_ECOND;

@@ -393,7 +393,7 @@ int at_sqlite_setup(at_store *st, json_t *created, json_t *existing)
     sq_store *s = (sq_store *)st;
     size_t nc = json_array_size(created), ne = json_array_size(existing);
     setup_job j = {created, existing};
-    int rc = at_sqlite_write(s, setup_run, &j);
+    int rc = at_sqlite_write_careful(s, setup_run, &j);
     if (rc) {
         /* Nothing was made: take back the names appended by the rolled-back run. */
         while (created && json_array_size(created) > nc) json_array_remove(created, nc);

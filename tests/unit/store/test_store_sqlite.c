@@ -609,12 +609,23 @@ typedef struct gc_arg {
     int rc;
 } gc_arg;
 
-enum { GC_BLOCK, GC_PUT, GC_CONFLICT, GC_ADD, GC_HALF, GC_WRITERS = 40 };
+enum { GC_BLOCK, GC_PUT, GC_CONFLICT, GC_ADD, GC_HALF, GC_RUNS, GC_WRITERS = 40 };
 
-/* A write that waits (holding the lead) until GC_WRITERS writes queued behind it. */
+static int gc_runs; /* how many times gc_count ran */
+
+/* A write that changes nothing and counts how many times it is run. */
+static int gc_count(sq_store *s, sq_conn *c, void *arg)
+{
+    __atomic_add_fetch(&gc_runs, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+static size_t GC_BLOCK_AT = GC_WRITERS;
+
+/* A write that waits (holding the lead) until GC_BLOCK_AT writes queued behind it. */
 static int gc_block(sq_store *s, sq_conn *c, void *arg)
 {
-    for (int i = 0; i < 5000 && queued(s) < GC_WRITERS; i++) usleep(1000);
+    for (int i = 0; i < 5000 && queued(s) < GC_BLOCK_AT; i++) usleep(1000);
     return 0;
 }
 
@@ -639,6 +650,7 @@ static void *gc_thread(void *p)
     switch (a->kind) {
     case GC_BLOCK: a->rc = at_sqlite_write((sq_store *)a->s, gc_block, NULL); break;
     case GC_HALF: a->rc = at_sqlite_write((sq_store *)a->s, gc_half, NULL); break;
+    case GC_RUNS: a->rc = at_sqlite_write((sq_store *)a->s, gc_count, NULL); break;
     case GC_PUT:
         it = at_conf_item("instance_id", at_av_s("gc"), "uuid", at_av_s(u), "created_at",
                           at_av_n_int(a->i), NULL);
@@ -708,6 +720,47 @@ static void test_group_commit(void **state)
     n = raw_sql(path, "SELECT count(*) FROM em_actions_counters_staging WHERE counter_seq_key = 'half'");
     assert_string_equal(n, "0");
     free(n);
+    at_store_free(s);
+}
+
+/* Runs one group: the blocker, then a write that counts its runs, conflicting puts, and
+ * a write that fails half-way when half. Returns how many times the counting write ran. */
+static int group_runs(at_store *s, int half)
+{
+    sq_store *sq = (sq_store *)s;
+    pthread_t th[4];
+    gc_arg args[4];
+    int kinds[4] = {GC_BLOCK, GC_RUNS, GC_CONFLICT, half ? GC_HALF : GC_CONFLICT};
+
+    gc_runs = 0;
+    for (int i = 0; i < 4; i++) {
+        args[i] = (gc_arg){s, kinds[i], i, 0};
+        if (i == 1)
+            while (!leading(sq)) usleep(100);
+        assert_int_equal(pthread_create(&th[i], NULL, gc_thread, &args[i]), 0);
+        if (i > 0)
+            while (queued(sq) < (size_t)i) usleep(100);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].rc, kinds[i] == GC_CONFLICT ? AT_ECOND : kinds[i] == GC_HALF ? AT_EIO : 0);
+    }
+    return gc_runs;
+}
+
+/* A group runs its writes without a savepoint each; only when one fails after changing
+ * something is the group taken back and run again, each write in its savepoint. */
+static void test_group_runs_again_only_after_a_half_write(void **state)
+{
+    char path[512];
+    at_store *s = open_db("group-again", path, sizeof path);
+    GC_BLOCK_AT = 3;
+    put_ok(s, AT_TABLE_TASKS,
+           at_conf_item("instance_id", at_av_s("gc"), "uuid", at_av_s("gc-taken"), "created_at",
+                        at_av_n_int(0), NULL));
+    assert_int_equal(group_runs(s, 0), 1); /* conditions that fail change nothing */
+    assert_int_equal(group_runs(s, 1), 2);
+    GC_BLOCK_AT = GC_WRITERS;
     at_store_free(s);
 }
 
@@ -1085,6 +1138,7 @@ int main(void)
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_group_commit),
+        cmocka_unit_test(test_group_runs_again_only_after_a_half_write),
         cmocka_unit_test(test_legacy_json_rows),
         cmocka_unit_test(test_tenant_isolation),
         cmocka_unit_test(test_item_size),
