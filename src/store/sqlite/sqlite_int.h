@@ -31,7 +31,9 @@
 #define SQ_GROUP_MAX 256          /* writes committed together at most */
 #define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
 #define SQ_WRITER_CACHE_KB "32768"     /* page cache of the writer's connection (SQLite: 2 MB) */
-#define SQ_WAL_CHECKPOINT_PAGES "8000" /* WAL pages before a commit checkpoints (SQLite: 1000) */
+#define SQ_WAL_CHECKPOINT_PAGES 4000   /* WAL pages that wake the checkpointer (SQLite: 1000) */
+#define SQ_WAL_TAIL_PAGES 256          /* what is left for a commit to copy inline */
+#define SQ_WAL_INLINE_PAGES 65536      /* past these, a commit checkpoints itself */
 #define SQ_WAL_KEEP_BYTES "67108864"   /* a checkpointed WAL file is cut back to 64 MB */
 
 /* A value bound to (or read from) a key column. */
@@ -134,6 +136,22 @@ typedef struct sq_writer {
     uint64_t writes;    /* writes in the groups committed (those that failed alone too) */
 } sq_writer;
 
+/* The checkpointer of a store (sqlite_checkpoint.c): a thread and its own connection
+ * that copy the WAL into the database file, leaving the writer a short tail to copy. */
+typedef struct sq_checkpointer {
+    pthread_mutex_t mu; /* guards everything below but conn and inline_runs */
+    pthread_cond_t cv;
+    pthread_t thread;
+    int inited, started;
+    int wanted;    /* the writer's WAL hook asked for a checkpoint */
+    int running;   /* the thread is copying */
+    int caught_up; /* the thread left only a short tail: the writer's next commit copies it */
+    int stop;
+    uint64_t runs;        /* the thread's checkpoint passes so far */
+    uint64_t inline_runs; /* tails copied by the writer (atomic) */
+    sq_conn *conn;        /* the thread's connection (owned by the store) */
+} sq_checkpointer;
+
 struct sq_store {
     at_store base; /* first: the common head */
     char *path;
@@ -143,6 +161,8 @@ struct sq_store {
     sq_conn *idle;
     int nconn;
     sq_writer w; /* every write of this process goes through it */
+    sq_checkpointer ckpt;
+    sq_conn *ckpt_conn;
     int busy_ms; /* busy_timeout, applied when a connection is taken (tests lower it) */
 };
 
@@ -188,6 +208,23 @@ int at_sqlite_write_careful(sq_store *s, sq_job_fn run, void *arg);
 
 /* For tests and benchmarks: groups committed, and writes in them, so far. */
 void at_sqlite_writer_stats(at_store *st, uint64_t *commits /* OUT */, uint64_t *writes /* OUT */);
+
+/* ---- sqlite_checkpoint.c: checkpoints mostly off the writer's path ---- */
+
+/* Starts k's thread on the connection own (which stays the caller's to close, after
+ * at_sqlite_checkpointer_stop) and sets writer's WAL hook to wake it. Returns 0, or
+ * AT_ENOMEM when no thread could start (the writer's commits then checkpoint inline, as
+ * SQLite's automatic checkpoint does). */
+int at_sqlite_checkpointer_start(sq_checkpointer *k, sq_conn *writer, sq_conn *own);
+
+/* Unhooks writer (may be NULL) and stops and joins k's thread. Safe on a k never
+ * started (zeroed) or already stopped. */
+void at_sqlite_checkpointer_stop(sq_checkpointer *k, sq_conn *writer);
+
+/* For tests and benchmarks: the checkpoint passes run by the thread, and the tails
+ * copied inline by the writer, so far. */
+void at_sqlite_checkpoint_stats(at_store *st, uint64_t *background /* OUT */,
+                                uint64_t *inline_tails /* OUT */);
 
 /* ---- sqlite_item.c: items, keys, writes ---- */
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include <sqlite3.h>
 
@@ -1078,6 +1079,32 @@ static double wbench_run(at_store *s, int threads, int n, int base)
     return (double)threads * n / ((double)(at_monotonic_us() - t0) / 1e6);
 }
 
+/* Checkpoints run mostly on the checkpointer's thread, the writer copies short tails,
+ * and the WAL file stays bounded while writes go on (it would grow without end if only
+ * the thread copied: it never catches up with a busy writer). */
+static void test_checkpoints_off_the_writer(void **state)
+{
+    char path[512], wal[600];
+    at_store *s = open_db("checkpoints", path, sizeof path);
+    uint64_t background = 0, tails = 0;
+    off_t biggest = 0;
+    struct stat st;
+
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    for (int round = 0; round < 12 && (tails < 2 || background < 2); round++) {
+        wbench_run(s, 16, 100, round * 16);
+        if (stat(wal, &st) == 0 && st.st_size > biggest) biggest = st.st_size;
+        at_sqlite_checkpoint_stats(s, &background, &tails);
+    }
+    print_message("checkpoints: %llu background, %llu tails, WAL at most %lld bytes\n", (unsigned long long)background, (unsigned long long)tails, (long long)biggest);
+    assert_true(background >= 2);
+    assert_true(tails >= 2);
+    /* Started over each time: never much more than the threshold, in pages of 4 KB plus
+     * the frame headers. */
+    assert_true(biggest < (off_t)3 * SQ_WAL_CHECKPOINT_PAGES * (4096 + 24));
+    at_store_free(s);
+}
+
 /* AT_BENCH_WRITES=N: puts/s of 1 writer and of 64 concurrent writers, N puts each. */
 static void test_bench_writes(void **state)
 {
@@ -1139,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_group_commit),
         cmocka_unit_test(test_group_runs_again_only_after_a_half_write),
+        cmocka_unit_test(test_checkpoints_off_the_writer),
         cmocka_unit_test(test_legacy_json_rows),
         cmocka_unit_test(test_tenant_isolation),
         cmocka_unit_test(test_item_size),
