@@ -193,7 +193,8 @@ api-dynamodb: $(BUILD)/asan/actionstools
 # libmicrohttpd hello server and the Flask + gunicorn twin, then the dynamodb backend on
 # dynalite; `make bench CONNECTIONS=10000` holds that many idle keep-alive connections while
 # wrk measures; `make bench ATTACK=1` runs the slowloris and non-reading clients.
-# DURATION (5s), WRK_THREADS (1), WRK_CONNECTIONS (64) tune wrk.
+# DURATION (2s), ROUNDS (3: each figure is the median of that many interleaved runs),
+# WRK_THREADS (1), WRK_CONNECTIONS (64) tune wrk.
 .PHONY: bench-tools
 BENCH_TOOLS := $(BUILD)/release/bench/hello $(BUILD)/release/bench/clients
 
@@ -227,7 +228,7 @@ else ifneq ($(ATTACK),)
 	@./bench/run.sh --attack $(BUILD)/release/actionstools
 else
 	@./bench/run.sh $(BUILD)/release/actionstools
-	@STORAGE=dynamodb DURATION=$${DYNAMODB_DURATION:-3s} ./scripts/with-dynalite.sh \
+	@STORAGE=dynamodb DURATION=$${DYNAMODB_DURATION:-3s} ROUNDS=$${DYNAMODB_ROUNDS:-1} ./scripts/with-dynalite.sh \
 		./bench/run.sh $(BUILD)/release/actionstools
 endif
 

@@ -2,26 +2,54 @@
 to the twin's same endpoint, /health to the hello server), what the client tool saw, the
 server's memory, and whether each target of issue 6 is met in this run.
 
-    report.py compare|idle|attack RESULTS FACTS
+    report.py compare|idle|attack RESULTS FACTS [CPU]
 
 RESULTS has one line per wrk run (bench/wrk.lua):
     server|endpoint|req/s|p50 ms|p99 ms|requests|non-2xx|socket errors
 FACTS has lines "group [phase] key=value ...": run.sh's (meta, ours, twin, big) and
-bench/clients' own ("hold: ready ...", "slowloris: done ...")."""
+bench/clients' own ("hold: ready ...", "slowloris: done ...").
+CPU has one line per wrk run: server|endpoint|CPU clock ticks the server used|ticks per
+second; the report divides them by the requests wrk counted (µs of CPU a request)."""
 import sys
 
 ENDPOINTS = [("health", "GET /health"), ("get", "GET a note"), ("list", "list 25 notes"), ("post", "POST a note"),
              ("counters", "task counters"), ("task_list", "tasks filtered"), ("task_post", "POST a task")]
 
 
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
 def read_results(path):
-    out = {}
+    """One figure per (server, endpoint): over the rounds of the run (ROUNDS), the median
+    of each of req/s, p50 and p99, and the sums of the counts."""
+    runs = {}
     for line in open(path):
         f = line.strip().split("|")
         if len(f) == 8:
-            out[(f[0], f[1])] = dict(rps=float(f[2]), p50=float(f[3]), p99=float(f[4]), n=int(f[5]),
-                                     non2xx=int(f[6]), errors=int(f[7]))
+            runs.setdefault((f[0], f[1]), []).append(
+                dict(rps=float(f[2]), p50=float(f[3]), p99=float(f[4]), n=int(f[5]), non2xx=int(f[6]),
+                     errors=int(f[7])))
+    out = {}
+    for k, rs in runs.items():
+        out[k] = {m: median([r[m] for r in rs]) for m in ("rps", "p50", "p99")}
+        out[k].update({m: sum(r[m] for r in rs) for m in ("n", "non2xx", "errors")})
+        out[k]["rounds"] = len(rs)
     return out
+
+
+def add_cpu(res, path):
+    """Adds "cpu_us": the server's CPU time over all rounds per request wrk counted."""
+    ticks = {}
+    for line in open(path):
+        f = line.strip().split("|")
+        if len(f) == 4:
+            t = ticks.setdefault((f[0], f[1]), [0, float(f[3])])
+            t[0] += int(f[2])
+    for k, (n, hz) in ticks.items():
+        if k in res and res[k]["n"]:
+            res[k]["cpu_us"] = n / hz * 1e6 / res[k]["n"]
 
 
 def read_facts(path):
@@ -61,7 +89,8 @@ def verdict(name, checks):
 
 def header(facts, wrk=True):
     m = facts.get("meta", {})
-    load = f"wrk -t{m.get('threads')} -c{m.get('connections')} -d{m.get('duration')} per figure; " if wrk else ""
+    rounds = f", the median of {m.get('rounds')} rounds" if wrk and m.get("rounds", "1") != "1" else ""
+    load = f"wrk -t{m.get('threads')} -c{m.get('connections')} -d{m.get('duration')} per figure{rounds}; " if wrk else ""
     print(f"\nactionstools {m.get('version', '?')} on {m.get('storage', '?')}, {m.get('cores', '?')} cores, {load}"
           f"load average {m.get('load_before', '?')} before, {m.get('load_after', '?')} after "
           "(a busy machine lowers every figure: compare ratios, not absolutes)")
@@ -74,8 +103,9 @@ def row(label, server, r, health=None, twin=None, extra=""):
     if r["errors"]:
         flags.append(f"{r['errors']} socket errors")
     p50, p99 = (ms(r["p50"]), ms(r["p99"])) if r["n"] else ("-", "-")
+    cpu = f"{r['cpu_us']:.0f} µs" if "cpu_us" in r else "-"
     print(f"  {label:<14} {server:<13} {r['rps']:>9,.0f} {p50:>9} {p99:>9}"
-          f" {ratio(r['rps'], health) if health else '':>9} {ratio(r['rps'], twin) if twin else '':>7}"
+          f" {ratio(r['rps'], health) if health else '':>9} {ratio(r['rps'], twin) if twin else '':>7} {cpu:>9}"
           f"  {extra}{'  ' + ', '.join(flags) if flags else ''}".rstrip())
 
 
@@ -86,7 +116,8 @@ def compare(res, facts):
     if has_twin:
         print(f"twin: Flask {m.get('flask')} + gunicorn {m.get('gunicorn')}, 5 sync workers, SQLite; "
               f"hello: libmicrohttpd {m.get('mhd')} epoll, 2 threads, a 200-byte answer")
-    print(f"\n  {'endpoint':<14} {'server':<13} {'req/s':>9} {'p50':>9} {'p99':>9} {'×/health':>9} {'×twin':>7}")
+    print(f"\n  {'endpoint':<14} {'server':<13} {'req/s':>9} {'p50':>9} {'p99':>9} {'×/health':>9} {'×twin':>7}"
+          f" {'CPU/req':>9}")
     ours_health = res.get(("ours", "health"), {}).get("rps", 0)
     twin_health = res.get(("twin", "health"), {}).get("rps", 0)
     hello = res.get(("hello", "health"))
@@ -103,6 +134,15 @@ def compare(res, facts):
     print(f"\n  peak RSS (VmHWM) of actionstools over the measured runs: {rss.get('rss_hwm_mb', '?')} MB"
           f" (now {rss.get('rss_mb', '?')} MB)" +
           (f"; twin, master + 5 workers: {facts['twin'].get('rss_hwm_mb')} MB" if "twin" in facts else ""))
+    cpu = [(label, res[("ours", k)]["cpu_us"], res[("twin", k)]["cpu_us"]) for k, label in ENDPOINTS
+           if "cpu_us" in res.get(("ours", k), {}) and "cpu_us" in res.get(("twin", k), {})]
+    if cpu:
+        print("\n  CPU per request (the server's user + system time over the wrk runs ÷ requests; steadier than "
+              "req/s on a shared machine):")
+        hello_cpu = (hello or {}).get("cpu_us")
+        for label, o, t in cpu:
+            extra = f", hello {hello_cpu:.0f} µs" if hello_cpu and label == "GET /health" else ""
+            print(f"    {label:<14} ours {o:>5.0f} µs, twin {t:>6.0f} µs: the twin spends {t / o:.1f}× as much{extra}")
     bad = [f"{s} {e}" for (s, e), r in res.items() if r["non2xx"] or r["errors"]]
     if bad:
         print(f"  WARNING: errors in {', '.join(bad)}: those figures are not comparable (see the wrk lines above)")
@@ -138,7 +178,8 @@ def idle(res, facts):
     print(f"  while held, closed by the server: {done.get('closed_by_server_while_idle', '?')}; at the end, "
           f"{done.get('held', '?')} still open, a second request answered on {done.get('second_answered', '?')}, "
           f"failed on {done.get('second_failed', '?')} (worst {ms(num(facts, 'hold done', 'second_worst_ms'))})")
-    print(f"\n  {'endpoint':<14} {'server':<13} {'req/s':>9} {'p50':>9} {'p99':>9} {'×/health':>9}   (wrk, beside the idle connections)")
+    print(f"\n  {'endpoint':<14} {'server':<13} {'req/s':>9} {'p50':>9} {'p99':>9} {'×/health':>9} {'':>7}"
+          f" {'CPU/req':>9}   (wrk, beside the idle connections)")
     health = res.get(("ours", "health"))
     for key, label in ENDPOINTS[:2]:
         if ("ours", key) in res:
@@ -210,9 +251,11 @@ def attack(res, facts):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("compare", "idle", "attack"):
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("compare", "idle", "attack"):
         sys.exit(__doc__)
     res, facts = read_results(sys.argv[2]), read_facts(sys.argv[3])
+    if len(sys.argv) == 5:
+        add_cpu(res, sys.argv[4])
     {"compare": compare, "idle": idle, "attack": attack}[sys.argv[1]](res, facts)
 
 

@@ -11,7 +11,9 @@
 #   bench/run.sh --idle N [BINARY]      hold N idle keep-alive connections while wrk measures
 #   bench/run.sh --attack [BINARY]      slowloris clients, then clients that never read
 #
-# Environment: DURATION (5s), WRK_THREADS (1), WRK_CONNECTIONS (64) for every wrk run;
+# Environment: DURATION (2s), WRK_THREADS (1), WRK_CONNECTIONS (64) for every wrk run;
+# ROUNDS (3): compare mode measures every endpoint that many times over, interleaved, and
+# reports each figure's median;
 # CONNECTIONS=N is --idle N. STORAGE=dynamodb with AT_DYNAMODB_ENDPOINT (see
 # scripts/with-dynalite.sh) measures the dynamodb backend alone, ratios to its own /health.
 # --attack: SLOWLORIS (1100), SLOWLORIS_SECONDS (40), NOREAD (40), NOREAD_SECONDS (10),
@@ -40,7 +42,9 @@ done
 case $IDLE in *[!0-9]*) echo "bench: --idle / CONNECTIONS wants a number, not '$IDLE'" >&2; exit 2 ;; esac
 BIN=$(realpath "${BIN:-$ROOT/build/release/actionstools}")
 TOOLS=${BENCH_TOOLS:-$ROOT/build/release/bench}
-DURATION=${DURATION:-5s}
+DURATION=${DURATION:-2s}
+ROUNDS=${ROUNDS:-3}
+case $ROUNDS in '' | *[!0-9]* | 0) echo "bench: ROUNDS wants a number of at least 1, not '$ROUNDS'" >&2; exit 2 ;; esac
 WRK_THREADS=${WRK_THREADS:-1}
 WRK_CONNECTIONS=${WRK_CONNECTIONS:-64}
 STORAGE=${STORAGE:-sqlite}
@@ -66,6 +70,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 RESULTS=$TMP/results FACTS=$TMP/facts
 : >"$RESULTS"
+: >"$TMP/cpu"
 : >"$FACTS"
 fact() { echo "$*" >>"$FACTS"; }
 
@@ -127,6 +132,7 @@ start_twin() {
 
 start_hello() {
     "$TOOLS/hello" 0 >"$TMP/hello.out" 2>"$TMP/hello.err" &
+    HELLO_PID=$!
     PIDS="$PIDS $!"
     HELLO_PORT=$(wait_for "$TMP/hello.out" 's/^port \([0-9]*\)$/\1/p') ||
         { echo "bench: the hello server did not start" >&2; exit 1; }
@@ -168,7 +174,23 @@ measure_posts() {
     AT_TOKEN=$saved
 }
 
-# measure SERVER ENDPOINT URL [METHOD BODY]: one wrk run, one line in $RESULTS.
+# server_pids SERVER: the processes of a server (the twin's master and its workers).
+server_pids() {
+    case $1 in
+    ours) echo "$OURS_PID" ;;
+    hello) echo "$HELLO_PID" ;;
+    twin) echo "$TWIN_PID $(sed -n 's/.*Booting worker with pid: \([0-9]*\).*/\1/p' "$TMP/twin.log")" ;;
+    esac
+}
+# cpu_ticks PID...: user + system CPU time the processes used so far, in clock ticks.
+cpu_ticks() {
+    for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0; done |
+        awk '{s += $1} END {print s + 0}'
+}
+
+# measure SERVER ENDPOINT URL [METHOD BODY]: one wrk run, one line in $RESULTS, and a
+# fact with the CPU time the server used meanwhile (a busy machine moves req/s much more
+# than the CPU a request costs).
 POST_BODY='{"data": {"text": "benchmark note", "n": 42, "tags": ["a", "b"]}}'
 measure() {
     printf '  wrk %-6s %-7s %s\n' "$1" "$2" "$3" >&2
@@ -186,9 +208,14 @@ measure() {
         timeout 30 sh -c 'echo enable >"$1" && head -c 3 "$2" >/dev/null' _ "$TMP/perf.ctl" "$TMP/perf.ack" ||
             { echo "bench: perf did not start:" >&2; cat "$TMP/perf-$2.log" >&2; exit 1; }
     fi
+    pids=$(server_pids "$1")
+    # shellcheck disable=SC2086 # a list of pids
+    ticks0=$(cpu_ticks $pids)
     BENCH_LABEL="$1|$2" BENCH_OUT=$RESULTS BENCH_METHOD=${4:-GET} BENCH_BODY=${5:-} \
         wrk -t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"$DURATION" --latency -s "$ROOT/bench/wrk.lua" "$3" \
         >"$TMP/wrk-$1-$2.txt" 2>&1 || { cat "$TMP/wrk-$1-$2.txt" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    echo "$1|$2|$(($(cpu_ticks $pids) - ticks0))|$(getconf CLK_TCK)" >>"$TMP/cpu"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid"
         wait "$perf_pid" || true
@@ -215,7 +242,7 @@ status_mb() {
 # Forgets a process's peak so that VmHWM reads the peak from now on (Linux clear_refs).
 reset_peak() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null || true; }
 
-fact "meta version=$("$BIN" --version | cut -d' ' -f2) storage=$STORAGE cores=$(nproc) duration=$DURATION \
+fact "meta version=$("$BIN" --version | cut -d' ' -f2) storage=$STORAGE cores=$(nproc) duration=$DURATION rounds=$ROUNDS \
 threads=$WRK_THREADS connections=$WRK_CONNECTIONS load_before=$(cut -d' ' -f1 /proc/loadavg) \
 mhd=$(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') \
 flask=$(dpkg-query -W -f='${Version}' python3-flask 2>/dev/null | cut -d- -f1) \
@@ -240,7 +267,14 @@ compare)
         measure hello health "http://127.0.0.1:$HELLO_PORT/"
     fi
     reset_peak "$OURS_PID"
-    # Interleaved, so that a neighbour's burst on the machine hits both sides alike.
+    # Interleaved, so that a neighbour's burst on the machine hits both sides alike, and
+    # ROUNDS times over: the report takes each figure's median (a shared machine moves
+    # one short run by a third now and then).
+    round=0
+    while [ $round -lt "$ROUNDS" ]; do
+    round=$((round + 1))
+    echo "bench: round $round of $ROUNDS" >&2
+    [ $round -gt 1 ] && [ "$STORAGE" = sqlite ] && measure hello health "http://127.0.0.1:$HELLO_PORT/"
     measure ours health "$OURS/health"
     [ "$STORAGE" = sqlite ] && measure twin health "$TWIN/health"
     measure ours get "$OURS/targets/$TARGET/notes/$OURS_NOTE"
@@ -258,6 +292,7 @@ compare)
     [ "$STORAGE" = sqlite ] && measure twin task_list "$TWIN$TASK_LIST"
     measure_posts ours "$OURS/tasks"
     [ "$STORAGE" = sqlite ] && measure_posts twin "$TWIN/tasks"
+    done
     fact "ours rss_hwm_mb=$(status_mb "$OURS_PID" VmHWM) rss_mb=$(status_mb "$OURS_PID" VmRSS)"
     if [ "$STORAGE" = sqlite ]; then
         twin_mb=0
@@ -328,5 +363,5 @@ attack)
     ;;
 esac
 fact "meta load_after=$(cut -d' ' -f1 /proc/loadavg)"
-python3 "$ROOT/bench/report.py" "$MODE" "$RESULTS" "$FACTS"
+python3 "$ROOT/bench/report.py" "$MODE" "$RESULTS" "$FACTS" "$TMP/cpu"
 print_profiles
