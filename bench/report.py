@@ -89,7 +89,7 @@ def verdict(name, checks):
 
 def header(facts, wrk=True):
     m = facts.get("meta", {})
-    rounds = f", the median of {m.get('rounds')} rounds" if wrk and m.get("rounds", "1") != "1" else ""
+    rounds = f", the median of {m.get('rounds')} rounds" if wrk and m.get("rounds", "1") != "1" and m.get("mode") == "compare" else ""
     load = f"wrk -t{m.get('threads')} -c{m.get('connections')} -d{m.get('duration')} per figure{rounds}; " if wrk else ""
     print(f"\nactionstools {m.get('version', '?')} on {m.get('storage', '?')}, {m.get('cores', '?')} cores, {load}"
           f"load average {m.get('load_before', '?')} before, {m.get('load_after', '?')} after "

@@ -242,7 +242,7 @@ status_mb() {
 # Forgets a process's peak so that VmHWM reads the peak from now on (Linux clear_refs).
 reset_peak() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null || true; }
 
-fact "meta version=$("$BIN" --version | cut -d' ' -f2) storage=$STORAGE cores=$(nproc) duration=$DURATION rounds=$ROUNDS \
+fact "meta version=$("$BIN" --version | cut -d' ' -f2) storage=$STORAGE mode=$MODE cores=$(nproc) duration=$DURATION rounds=$ROUNDS \
 threads=$WRK_THREADS connections=$WRK_CONNECTIONS load_before=$(cut -d' ' -f1 /proc/loadavg) \
 mhd=$(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') \
 flask=$(dpkg-query -W -f='${Version}' python3-flask 2>/dev/null | cut -d- -f1) \

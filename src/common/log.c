@@ -14,6 +14,12 @@
 #include "actionstools/banned.h"
 
 static int min_level = AT_LOG_INFO;
+static int log_fd = STDERR_FILENO;
+
+void at_log_set_fd(int fd)
+{
+    log_fd = fd;
+}
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -51,6 +57,52 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* This thread's request lines not written yet (at_log_batch). */
+#define BATCH_BYTES 16384
+#define BATCH_MAX_US 100000 /* a line waits at most this long while its thread is busy */
+static __thread struct {
+    int on;
+    size_t len;
+    int64_t first_us; /* when the oldest buffered line was added */
+    char data[BATCH_BYTES];
+} batch;
+
+void at_log_batch(int on)
+{
+    at_log_flush();
+    batch.on = on;
+}
+
+int at_log_pending(void)
+{
+    return batch.len > 0;
+}
+
+void at_log_flush(void)
+{
+    if (!batch.len) return;
+    write_all(log_fd, batch.data, batch.len);
+    batch.len = 0;
+}
+
+/* Writes the line p (n bytes, newline included), or adds it to this thread's batch. */
+static void put_line(const char *p, size_t n, int64_t now_us)
+{
+    if (!batch.on) {
+        write_all(log_fd, p, n);
+        return;
+    }
+    if (batch.len + n > BATCH_BYTES) at_log_flush();
+    if (n > BATCH_BYTES) {
+        write_all(log_fd, p, n);
+        return;
+    }
+    if (!batch.len) batch.first_us = now_us;
+    memcpy(batch.data + batch.len, p, n);
+    batch.len += n;
+    if (now_us - batch.first_us >= BATCH_MAX_US) at_log_flush();
+}
+
 void at_log_json(at_log_level level, const char *msg, json_t *fields)
 {
     char ts[32];
@@ -70,7 +122,8 @@ void at_log_json(at_log_level level, const char *msg, json_t *fields)
         char *withnl = realloc(text, n + 2);
         if (withnl) {
             withnl[n] = '\n';
-            write_all(STDERR_FILENO, withnl, n + 1);
+            at_log_flush(); /* after this thread's earlier lines */
+            write_all(log_fd, withnl, n + 1);
             text = withnl;
         }
     }
@@ -82,10 +135,12 @@ void at_log_request(const char *request_id, const char *method, const char *path
 {
     char ts[32];
     at_buf b;
+    int64_t now;
     int rc;
 
     if (!at_log_enabled(AT_LOG_INFO)) return;
-    at_time_rfc3339(at_now_us(), ts);
+    now = at_now_us();
+    at_time_rfc3339(now, ts);
     at_buf_init(&b, 1u << 20);
     rc = at_buf_printf(&b, "{\"time\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":", ts);
     if (!rc) rc = at_json_write_string(&b, request_id, strlen(request_id));
@@ -96,7 +151,7 @@ void at_log_request(const char *request_id, const char *method, const char *path
     if (!rc) rc = at_buf_printf(&b, ",\"status\":%d,\"duration_ms\":%.6g,\"user\":", status, duration_ms);
     if (!rc) rc = user ? at_json_write_string(&b, user, strlen(user)) : at_buf_adds(&b, "null");
     if (!rc) rc = at_buf_adds(&b, "}\n");
-    if (!rc) write_all(STDERR_FILENO, b.ptr, b.len);
+    if (!rc) put_line(b.ptr, b.len, now);
     at_buf_release(&b);
 }
 

@@ -64,10 +64,12 @@ static void *loop_main(void *arg)
     fds[0].events = POLLIN;
     fds[1].fd = l->wake_fd;
     fds[1].events = POLLIN;
+    at_log_batch(1);
     while (!atomic_load(&l->stopping)) {
         int ms = again ? 0 : wait_ms(l->d);
         unsigned before;
         if (ms != 0) {
+            at_log_flush(); /* the request lines of this run, before the thread waits */
             if (poll(fds, 2, ms) < 0 && errno != EINTR)
                 at_log(AT_LOG_WARN, "polling thread: poll failed: %s", strerror(errno));
             if (fds[1].revents & POLLIN) {
@@ -84,6 +86,7 @@ static void *loop_main(void *arg)
          * the listen queue would wait for some other event. */
         again = connections(l->d) < before;
     }
+    at_log_batch(0);
     return NULL;
 }
 

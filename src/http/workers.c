@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "workers.h"
+#include "actionstools/log.h"
 #include "actionstools/err.h"
 #include "actionstools/banned.h"
 
@@ -27,10 +28,20 @@ struct at_workers {
 static void *worker_main(void *arg)
 {
     at_workers *w = arg;
+    at_log_batch(1);
     pthread_mutex_lock(&w->lock);
     for (;;) {
         job j;
-        while (w->len == 0 && !w->stopping) pthread_cond_wait(&w->more, &w->lock);
+        while (w->len == 0 && !w->stopping) {
+            if (at_log_pending()) {
+                /* Nothing to run: write the request lines gathered, then wait. */
+                pthread_mutex_unlock(&w->lock);
+                at_log_flush();
+                pthread_mutex_lock(&w->lock);
+                continue;
+            }
+            pthread_cond_wait(&w->more, &w->lock);
+        }
         if (w->len == 0) break; /* stopping, and nothing left to run */
         j = w->ring[w->head];
         w->head = (w->head + 1) % w->cap;
@@ -42,6 +53,7 @@ static void *worker_main(void *arg)
         w->running--;
     }
     pthread_mutex_unlock(&w->lock);
+    at_log_batch(0);
     return NULL;
 }
 
