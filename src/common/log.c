@@ -142,13 +142,16 @@ void at_log_request(const char *request_id, const char *method, const char *path
     now = at_now_us();
     at_time_rfc3339(now, ts);
     at_buf_init(&b, 1u << 20);
-    rc = at_buf_printf(&b, "{\"time\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":", ts);
+    rc = at_buf_printf(
+        &b, "{\"time\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":", ts);
     if (!rc) rc = at_json_write_string(&b, request_id, strlen(request_id));
     if (!rc) rc = at_buf_adds(&b, ",\"method\":");
     if (!rc) rc = at_json_write_string(&b, method, strlen(method));
     if (!rc) rc = at_buf_adds(&b, ",\"path\":");
     if (!rc) rc = at_json_write_string(&b, path, strlen(path));
-    if (!rc) rc = at_buf_printf(&b, ",\"status\":%d,\"duration_ms\":%.6g,\"user\":", status, duration_ms);
+    if (!rc)
+        rc =
+            at_buf_printf(&b, ",\"status\":%d,\"duration_ms\":%.6g,\"user\":", status, duration_ms);
     if (!rc) rc = user ? at_json_write_string(&b, user, strlen(user)) : at_buf_adds(&b, "null");
     if (!rc) rc = at_buf_adds(&b, "}\n");
     if (!rc) put_line(b.ptr, b.len, now);

@@ -13,7 +13,8 @@
 static const char *claim_string(json_t *claims, const char *name, at_arena *a)
 {
     json_t *v = json_object_get(claims, name);
-    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 256) return NULL;
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 256)
+        return NULL;
     return at_arena_strdup(a, json_string_value(v));
 }
 
@@ -25,8 +26,7 @@ static int has_admin_role(json_t *roles)
         const char *s = json_string_value(roles), *p = s;
         size_t n = strlen(ADMIN_ROLE);
         while ((p = strstr(p, ADMIN_ROLE)) != NULL) {
-            if ((p == s || p[-1] == ',' || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
-                return 1;
+            if ((p == s || p[-1] == ',' || p[-1] == ' ') && (p[n] == '\0' || p[n] == ',')) return 1;
             p += n;
         }
         return 0;
@@ -68,7 +68,8 @@ int at_auth_identify(const at_jwt_verifier *v, const at_request *req, at_arena *
         return AT_EINVAL;
     }
     token = h + 7;
-    while (*token == ' ') token++;
+    while (*token == ' ')
+        token++;
     if (!v) {
         *why = "bearer tokens cannot be verified: the server has no AUTH_JWT_SECRET or "
                "AUTH_JWT_PUBLIC_KEY_FILE";

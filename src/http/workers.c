@@ -128,7 +128,8 @@ void at_workers_stop(at_workers *w)
     w->stopping = 1;
     pthread_cond_broadcast(&w->more);
     pthread_mutex_unlock(&w->lock);
-    for (size_t i = 0; i < w->nthreads; i++) pthread_join(w->threads[i], NULL);
+    for (size_t i = 0; i < w->nthreads; i++)
+        pthread_join(w->threads[i], NULL);
     w->nthreads = 0; /* joined */
 }
 

@@ -330,7 +330,8 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
     if (!rc) rc = conn_open(path, 0, &s->ckpt_conn, err, errlen);
     if (rc) goto out;
     if (sqlite3_exec(s->w.conn->db,
-                     "PRAGMA cache_size=-" SQ_WRITER_CACHE_KB "; PRAGMA journal_size_limit=" SQ_WAL_KEEP_BYTES,
+                     "PRAGMA cache_size=-" SQ_WRITER_CACHE_KB
+                     "; PRAGMA journal_size_limit=" SQ_WAL_KEEP_BYTES,
                      NULL, NULL, NULL) != SQLITE_OK) {
         rc = at_sqlite_err(s->w.conn, SQLITE_ERROR, "open");
         goto out;

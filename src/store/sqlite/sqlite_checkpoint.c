@@ -73,7 +73,8 @@ static void *checkpointer_main(void *arg)
         pthread_mutex_unlock(&k->mu);
         /* Copy until a pass finds no more than a short tail of new pages. */
         int before = 0, log, passes = 0;
-        while ((log = checkpoint(k->conn->db)) >= 0 && ++passes < 16 && log - before > SQ_WAL_TAIL_PAGES)
+        while ((log = checkpoint(k->conn->db)) >= 0 && ++passes < 16 &&
+               log - before > SQ_WAL_TAIL_PAGES)
             before = log;
         pthread_mutex_lock(&k->mu);
         k->running = 0;

@@ -4,8 +4,9 @@
  * Layout (docs/storage.md): one SQLite table per logical table, with one column per
  * key attribute of the table and of its indexes (no type affinity, so values stay as
  * stored: TEXT for S, INTEGER/REAL for N), an optional "_ttl" column, and "_item", the
- * packed item (a BLOB; older versions stored its DynamoDB JSON as TEXT). Secondary indexes are partial SQLite indexes on
- * (index pk, index sk, table keys...) WHERE the index keys are NOT NULL. */
+ * packed item (a BLOB; older versions stored its DynamoDB JSON as TEXT). Secondary indexes are
+ * partial SQLite indexes on (index pk, index sk, table keys...) WHERE the index keys are NOT NULL.
+ */
 #ifndef AT_STORE_SQLITE_INT_H
 #define AT_STORE_SQLITE_INT_H
 
@@ -27,14 +28,14 @@
 #define SQ_STREAM_TABLE "_at_stream"
 #define SQ_DELETED_ATTR "deleted_at" /* soft deletion (AT_Q_LIVE): its presence is "_deleted" */
 #define SQ_SCOPE_ATTR "instance_id"  /* the tenant: lists filter on it (see sq_ix.qscoped) */
-#define SQ_STREAM_RETENTION 86400 /* seconds, as DynamoDB Streams keeps records */
-#define SQ_GROUP_MAX 256          /* writes committed together at most */
-#define SQ_PACKED_MAX (4u << 20)  /* bytes of one packed item (a 400 KB item packs smaller) */
-#define SQ_WRITER_CACHE_KB "32768"     /* page cache of the writer's connection (SQLite: 2 MB) */
-#define SQ_WAL_CHECKPOINT_PAGES 4000   /* WAL pages that wake the checkpointer (SQLite: 1000) */
-#define SQ_WAL_TAIL_PAGES 256          /* what is left for a commit to copy inline */
-#define SQ_WAL_INLINE_PAGES 65536      /* past these, a commit checkpoints itself */
-#define SQ_WAL_KEEP_BYTES "67108864"   /* a checkpointed WAL file is cut back to 64 MB */
+#define SQ_STREAM_RETENTION 86400    /* seconds, as DynamoDB Streams keeps records */
+#define SQ_GROUP_MAX 256             /* writes committed together at most */
+#define SQ_PACKED_MAX (4u << 20)     /* bytes of one packed item (a 400 KB item packs smaller) */
+#define SQ_WRITER_CACHE_KB "32768"   /* page cache of the writer's connection (SQLite: 2 MB) */
+#define SQ_WAL_CHECKPOINT_PAGES 4000 /* WAL pages that wake the checkpointer (SQLite: 1000) */
+#define SQ_WAL_TAIL_PAGES 256        /* what is left for a commit to copy inline */
+#define SQ_WAL_INLINE_PAGES 65536    /* past these, a commit checkpoints itself */
+#define SQ_WAL_KEEP_BYTES "67108864" /* a checkpointed WAL file is cut back to 64 MB */
 
 /* A value bound to (or read from) a key column. */
 typedef struct sq_val {
@@ -117,11 +118,11 @@ typedef int (*sq_job_fn)(sq_store *s, sq_conn *c, void *arg);
 typedef struct sq_job {
     sq_job_fn run;
     void *arg;
-    int rc;             /* run's result, or the error that stopped its group */
-    int done;           /* set (under the writer's mutex) once its group is over */
-    int lead;           /* set when this caller is to commit the next group */
-    int careful;        /* run it in a savepoint of its own, never twice (DDL: setup) */
-    pthread_cond_t cv;  /* the caller waits here, alone */
+    int rc;            /* run's result, or the error that stopped its group */
+    int done;          /* set (under the writer's mutex) once its group is over */
+    int lead;          /* set when this caller is to commit the next group */
+    int careful;       /* run it in a savepoint of its own, never twice (DDL: setup) */
+    pthread_cond_t cv; /* the caller waits here, alone */
     struct sq_job *next;
 } sq_job;
 
@@ -130,10 +131,10 @@ typedef struct sq_job {
 typedef struct sq_writer {
     pthread_mutex_t mu; /* guards everything below but conn */
     sq_job *head, *tail;
-    int busy;           /* 1 while some caller leads */
-    sq_conn *conn;      /* the writer's own connection (not pooled), used by the leader */
-    uint64_t commits;   /* groups committed */
-    uint64_t writes;    /* writes in the groups committed (those that failed alone too) */
+    int busy;         /* 1 while some caller leads */
+    sq_conn *conn;    /* the writer's own connection (not pooled), used by the leader */
+    uint64_t commits; /* groups committed */
+    uint64_t writes;  /* writes in the groups committed (those that failed alone too) */
 } sq_writer;
 
 /* The checkpointer of a store (sqlite_checkpoint.c): a thread and its own connection

@@ -3,8 +3,9 @@
  * A write is a function run on the writer's connection. Callers queue their writes and
  * wait, each on its own condition variable. The caller at the head of the queue is the
  * leader: it takes every write queued so far (its own first), runs them in one
- * transaction (a write that fails is rolled back alone: see run_plain), commits once, and only then answers each caller of the group. If more writes queued
- * meanwhile, it hands the lead to the first of them and returns. So a burst of N
+ * transaction (a write that fails is rolled back alone: see run_plain), commits once,
+ * and only then answers each caller of the group. If more writes queued meanwhile, it
+ * hands the lead to the first of them and returns. So a burst of N
  * concurrent writes costs one WAL append and one commit instead of N, nobody spins or
  * queues on a lock, and a lone write runs on its caller's thread without a hand-off to
  * another thread (a dedicated writer thread cost two context switches per write: 1
@@ -98,7 +99,8 @@ static int run_group(sq_store *s, group *g)
 
     sqlite3_busy_timeout(c->db, s->busy_ms);
     rc = at_sqlite_exec(c, "BEGIN IMMEDIATE");
-    for (i = 0; i < g->n; i++) g->v[i]->rc = rc;
+    for (i = 0; i < g->n; i++)
+        g->v[i]->rc = rc;
     if (rc) return 0;
     if (g->n == 1) {
         /* Alone: the transaction itself is the savepoint. */
@@ -109,18 +111,21 @@ static int run_group(sq_store *s, group *g)
             return 0;
         }
     } else {
-        for (i = 0; i < g->n; i++) careful |= g->v[i]->careful;
+        for (i = 0; i < g->n; i++)
+            careful |= g->v[i]->careful;
         lost = careful ? RUN_AGAIN : run_plain(s, c, g);
         if (lost == RUN_AGAIN) {
             /* Take everything back and run the group again, each write in its savepoint. */
             lost = careful ? 0 : at_sqlite_exec(c, "ROLLBACK");
             if (!lost && !careful) lost = at_sqlite_exec(c, "BEGIN IMMEDIATE");
             if (lost)
-                for (i = 0; i < g->n; i++) g->v[i]->rc = lost;
+                for (i = 0; i < g->n; i++)
+                    g->v[i]->rc = lost;
             else
                 lost = run_careful(s, c, g);
         } else if (lost) {
-            for (i = 0; i < g->n; i++) g->v[i]->rc = lost;
+            for (i = 0; i < g->n; i++)
+                g->v[i]->rc = lost;
         }
         if (lost) {
             /* Nothing of this group was written: every write fails with the error that

@@ -59,7 +59,8 @@ static char *captured(void)
 static size_t count_lines(const char *text)
 {
     size_t n = 0;
-    for (const char *p = text; *p; p++) n += *p == '\n';
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
     return n;
 }
 
@@ -116,7 +117,8 @@ static void test_batch_bounded(void **state)
     (void)state;
     assert_non_null(long_path);
     at_log_batch(1);
-    for (int i = 0; i < 400; i++) at_log_request("rid", "GET", "/a-path-of-some-length", 200, 0.1, "u");
+    for (int i = 0; i < 400; i++)
+        at_log_request("rid", "GET", "/a-path-of-some-length", 200, 0.1, "u");
     text = captured();
     assert_true(count_lines(text) > n0); /* some written without a flush */
     assert_true(at_log_pending());
@@ -152,8 +154,10 @@ static void test_threads_lines_whole(void **state)
     char *before = captured(), *text, *p, *nl;
     size_t n = 0, from_threads = 0;
     (void)state;
-    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, lines_main, (void *)(intptr_t)i), 0);
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, lines_main, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
     text = captured();
     for (p = text + strlen(before); (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
         json_t *line = json_loadb(p, (size_t)(nl - p), 0, NULL);
