@@ -1,4 +1,5 @@
 /* JSON lines on stderr. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +58,10 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* This thread's request lines not written yet (at_log_batch). */
-#define BATCH_BYTES 16384
+/* This thread's request lines not written yet (at_log_batch). At most PIPE_BUF bytes:
+ * a write of that much to a pipe (journald's stream, a log shipper's) is atomic, so two
+ * threads' batches never mix; a larger one could be split in the middle of a line. */
+#define BATCH_BYTES PIPE_BUF
 #define BATCH_MAX_US 100000 /* a line waits at most this long while its thread is busy */
 static __thread struct {
     int on;

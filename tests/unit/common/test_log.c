@@ -109,7 +109,7 @@ static void test_batch_waits_for_flush(void **state)
     free(before);
 }
 
-/* Past 16 KB the batch is written by itself; a line longer than a batch is written whole. */
+/* Past PIPE_BUF (4 KB) the batch is written by itself; a line longer than a batch is written whole. */
 static void test_batch_bounded(void **state)
 {
     char *before = captured(), *text, *long_path = malloc(20000);
@@ -147,29 +147,62 @@ static void *lines_main(void *arg)
     return NULL;
 }
 
-/* Four threads gathering at once: every line arrives, whole (each parses as JSON). */
+typedef struct drain {
+    int fd;
+    char *data;
+    size_t len;
+} drain;
+
+/* Reads the pipe's end d->fd until EOF into d->data, slowly (small reads, a pause now
+ * and then), so that the pipe fills and writers block half-way: where a write larger
+ * than PIPE_BUF would be split and another thread's bytes put in between. */
+static void *drain_main(void *arg)
+{
+    drain *d = arg;
+    char chunk[1000];
+    ssize_t n;
+    int reads = 0;
+    while ((n = read(d->fd, chunk, sizeof chunk)) > 0) {
+        if (++reads % 64 == 0) usleep(200);
+        d->data = realloc(d->data, d->len + (size_t)n + 1);
+        assert_non_null(d->data);
+        memcpy(d->data + d->len, chunk, (size_t)n);
+        d->len += (size_t)n;
+        d->data[d->len] = '\0';
+    }
+    return NULL;
+}
+
+/* Four threads gathering at once into a pipe, as into journald's stream: every line
+ * arrives, whole (each parses as JSON), none torn by another thread's batch. */
 static void test_threads_lines_whole(void **state)
 {
-    pthread_t th[4];
-    char *before = captured(), *text, *p, *nl;
-    size_t n = 0, from_threads = 0;
+    pthread_t th[4], reader;
+    int p[2];
+    drain d = {-1, NULL, 0};
+    size_t n = 0;
+    char *line_start, *nl;
     (void)state;
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, lines_main, (void *)(intptr_t)i), 0);
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
-    text = captured();
-    for (p = text + strlen(before); (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
-        json_t *line = json_loadb(p, (size_t)(nl - p), 0, NULL);
+    assert_int_equal(pipe(p), 0);
+    d.fd = p[0];
+    assert_int_equal(pthread_create(&reader, NULL, drain_main, &d), 0);
+    at_log_set_fd(p[1]);
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, lines_main, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    at_log_set_fd(log_fd);
+    close(p[1]);
+    pthread_join(reader, NULL);
+    close(p[0]);
+    assert_non_null(d.data);
+    for (line_start = d.data; (nl = strchr(line_start, '\n')) != NULL; line_start = nl + 1) {
+        json_t *line = json_loadb(line_start, (size_t)(nl - line_start), 0, NULL);
         assert_non_null(line);
-        from_threads += json_string_value(json_object_get(line, "request_id"))[0] == 't';
+        assert_int_equal(json_string_value(json_object_get(line, "request_id"))[0], 't');
         json_decref(line);
         n++;
     }
     assert_int_equal(n, 4 * 2000);
-    assert_int_equal(from_threads, 4 * 2000);
-    free(text);
-    free(before);
+    free(d.data);
 }
 
 int main(void)
