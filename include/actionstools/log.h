@@ -34,8 +34,8 @@ void at_log_request(const char *request_id, const char *method, const char *path
 void at_log(at_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* With on, this thread's request lines (at_log_request) are gathered and written
- * together, by at_log_flush or once 4 KB (PIPE_BUF: one atomic write to a pipe) or 100 ms of them have gathered; each line
- * stays whole. Threads that call it flush before they wait (the polling threads, the
+ * together, by at_log_flush or once 4 KB (PIPE_BUF: one atomic write to a pipe) or
+ * 100 ms of them have gathered; each line stays whole. Threads that call it flush before they wait (the polling threads, the
  * workers): one write(2) per request cost about a quarter of a GET /health. Other lines
  * are written at once, after the thread's gathered ones. Off (the default) writes each
  * line at once; turning it off flushes. */

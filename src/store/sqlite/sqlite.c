@@ -296,7 +296,7 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
                          char *err, size_t errlen)
 {
     sq_store *s = NULL;
-    sq_conn *c = NULL;
+    sq_conn *c = NULL, *ckpt = NULL;
     int rc;
 
     *out = NULL;
@@ -327,7 +327,6 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
      * dirties pages of every index: 64 writers, 6.5k -> 8.5k puts/s); its checkpoints
      * are mostly the checkpointer's, on a connection of its own (sqlite_checkpoint.c). */
     rc = conn_open(path, 0, &s->w.conn, err, errlen);
-    if (!rc) rc = conn_open(path, 0, &s->ckpt_conn, err, errlen);
     if (rc) goto out;
     if (sqlite3_exec(s->w.conn->db,
                      "PRAGMA cache_size=-" SQ_WRITER_CACHE_KB
@@ -336,7 +335,10 @@ int at_store_open_sqlite(const char *path, const char *const names[AT_TABLE_COUN
         rc = at_sqlite_err(s->w.conn, SQLITE_ERROR, "open");
         goto out;
     }
-    if (at_sqlite_checkpointer_start(&s->ckpt, s->w.conn, s->ckpt_conn))
+    rc = conn_open(path, 0, &ckpt, err, errlen);
+    if (rc) goto out;
+    /* From here on the checkpointer owns ckpt (s->ckpt.conn), thread or not. */
+    if (at_sqlite_checkpointer_start(&s->ckpt, s->w.conn, ckpt))
         at_log(AT_LOG_WARN, "sqlite: no checkpoint thread: commits checkpoint the WAL themselves");
     *out = &s->base;
 out:
@@ -350,7 +352,7 @@ static void sqlite_destroy(at_store *st)
     sq_store *s = (sq_store *)st;
     if (!s) return;
     at_sqlite_checkpointer_stop(&s->ckpt, s->w.conn);
-    conn_close(s->ckpt_conn);
+    conn_close(s->ckpt.conn);
     conn_close(s->w.conn);
     while (s->idle) {
         sq_conn *c = s->idle;

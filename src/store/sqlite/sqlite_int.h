@@ -150,7 +150,7 @@ typedef struct sq_checkpointer {
     int stop;
     uint64_t runs;        /* the thread's checkpoint passes so far */
     uint64_t inline_runs; /* tails copied by the writer (atomic) */
-    sq_conn *conn;        /* the thread's connection (owned by the store) */
+    sq_conn *conn;        /* the thread's connection (closed by the store after stop) */
 } sq_checkpointer;
 
 struct sq_store {
@@ -163,7 +163,6 @@ struct sq_store {
     int nconn;
     sq_writer w; /* every write of this process goes through it */
     sq_checkpointer ckpt;
-    sq_conn *ckpt_conn;
     int busy_ms; /* busy_timeout, applied when a connection is taken (tests lower it) */
 };
 
@@ -212,8 +211,8 @@ void at_sqlite_writer_stats(at_store *st, uint64_t *commits /* OUT */, uint64_t 
 
 /* ---- sqlite_checkpoint.c: checkpoints mostly off the writer's path ---- */
 
-/* Starts k's thread on the connection own (which stays the caller's to close, after
- * at_sqlite_checkpointer_stop) and sets writer's WAL hook to wake it. Returns 0, or
+/* Starts k's thread on the connection own (kept in k->conn, which the caller closes
+ * after at_sqlite_checkpointer_stop) and sets writer's WAL hook to wake it. Returns 0, or
  * AT_ENOMEM when no thread could start (the writer's commits then checkpoint inline, as
  * SQLite's automatic checkpoint does). */
 int at_sqlite_checkpointer_start(sq_checkpointer *k, sq_conn *writer, sq_conn *own);

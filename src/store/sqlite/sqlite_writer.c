@@ -114,15 +114,14 @@ static int run_group(sq_store *s, group *g)
         for (i = 0; i < g->n; i++)
             careful |= g->v[i]->careful;
         lost = careful ? RUN_AGAIN : run_plain(s, c, g);
+        if (lost == RUN_AGAIN && !careful) {
+            /* Take everything back, to run the group again with a savepoint each. */
+            lost = at_sqlite_exec(c, "ROLLBACK");
+            if (!lost) lost = at_sqlite_exec(c, "BEGIN IMMEDIATE");
+            if (!lost) lost = RUN_AGAIN;
+        }
         if (lost == RUN_AGAIN) {
-            /* Take everything back and run the group again, each write in its savepoint. */
-            lost = careful ? 0 : at_sqlite_exec(c, "ROLLBACK");
-            if (!lost && !careful) lost = at_sqlite_exec(c, "BEGIN IMMEDIATE");
-            if (lost)
-                for (i = 0; i < g->n; i++)
-                    g->v[i]->rc = lost;
-            else
-                lost = run_careful(s, c, g);
+            lost = run_careful(s, c, g); /* sets the rc of each write itself */
         } else if (lost) {
             for (i = 0; i < g->n; i++)
                 g->v[i]->rc = lost;
