@@ -34,7 +34,7 @@
 #define SQ_WRITER_CACHE_KB "32768"   /* page cache of the writer's connection (SQLite: 2 MB) */
 #define SQ_WAL_CHECKPOINT_PAGES 4000 /* WAL pages that wake the checkpointer (SQLite: 1000) */
 #define SQ_WAL_TAIL_PAGES 256        /* what is left for a commit to copy inline */
-#define SQ_WAL_INLINE_PAGES 65536    /* past these, a commit checkpoints itself */
+#define SQ_WAL_INLINE_PAGES 16384    /* past these (64 MB), a commit checkpoints itself */
 #define SQ_WAL_KEEP_BYTES "67108864" /* a checkpointed WAL file is cut back to 64 MB */
 
 /* A value bound to (or read from) a key column. */

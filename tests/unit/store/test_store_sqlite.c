@@ -739,7 +739,10 @@ static int group_runs(at_store *s, int half)
         if (i == 1)
             while (!leading(sq)) usleep(100);
         assert_int_equal(pthread_create(&th[i], NULL, gc_thread, &args[i]), 0);
-        if (i > 0)
+        /* Queued in this order (the counting write first). Not after the last one: the
+         * blocker lets go of the lead as soon as it sees 3 queued, and the group then
+         * takes them from the queue, so a wait for 3 could wait forever. */
+        if (i > 0 && i < 3)
             while (queued(sq) < (size_t)i) usleep(100);
     }
     for (int i = 0; i < 4; i++) {
@@ -1099,9 +1102,10 @@ static void test_checkpoints_off_the_writer(void **state)
     print_message("checkpoints: %llu background, %llu tails, WAL at most %lld bytes\n", (unsigned long long)background, (unsigned long long)tails, (long long)biggest);
     assert_true(background >= 2);
     assert_true(tails >= 2);
-    /* Started over each time: never much more than the threshold, in pages of 4 KB plus
-     * the frame headers. */
-    assert_true(biggest < (off_t)3 * SQ_WAL_CHECKPOINT_PAGES * (4096 + 24));
+    /* Started over each time: never much past the point where a commit checkpoints
+     * itself (one group's pages), in pages of 4 KB plus the frame headers. On a quiet
+     * machine it stays nearer the threshold; a loaded one lets the thread fall behind. */
+    assert_true(biggest < (off_t)(SQ_WAL_INLINE_PAGES + SQ_WAL_CHECKPOINT_PAGES) * (4096 + 24));
     at_store_free(s);
 }
 
